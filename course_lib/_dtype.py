@@ -1,0 +1,167 @@
+"""Data types and type promotion.
+
+In PyTorch: ``c10/core/ScalarType.h`` (the dtypes and the promotion table) and
+``aten/src/ATen/native/TypeProperties.cpp`` (``result_type``).
+
+A ``dtype`` is a small immutable object.  Each one knows its numpy twin, its size
+in bytes and its *category*: bool < integer < floating point.  Promotion works on
+those categories, exactly as PyTorch does it (see ``result_type``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "dtype", "float32", "float", "float64", "double", "float16", "half",
+    "int64", "long", "int32", "int", "int16", "short", "int8", "uint8", "bool",
+    "get_default_dtype", "set_default_dtype", "promote_types",
+]
+
+_BOOL, _INT, _FLOAT = 0, 1, 2
+
+
+class dtype:
+    """A tensor element type, like ``torch.dtype``."""
+
+    __slots__ = ("name", "np", "itemsize", "category", "is_signed", "_storage_name", "_tensor_name")
+
+    def __init__(self, name: str, np_dtype, category: int, storage_name: str, tensor_name: str):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.itemsize = self.np.itemsize
+        self.category = category
+        self.is_signed = category != _BOOL and self.np.kind != "u"
+        self._storage_name = storage_name   # the name torch.save uses: 'FloatStorage', ...
+        self._tensor_name = tensor_name     # 'Float' as in 'torch.FloatTensor'
+
+    @property
+    def is_floating_point(self) -> bool:
+        return self.category == _FLOAT
+
+    @property
+    def is_complex(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"course_lib.{self.name}"
+
+    def __reduce__(self):
+        # Pickle a dtype as a reference to the module attribute, so identity survives.
+        return (_dtype_by_name, (self.name,))
+
+
+float32 = dtype("float32", np.float32, _FLOAT, "FloatStorage", "Float")
+float64 = dtype("float64", np.float64, _FLOAT, "DoubleStorage", "Double")
+float16 = dtype("float16", np.float16, _FLOAT, "HalfStorage", "Half")
+int64 = dtype("int64", np.int64, _INT, "LongStorage", "Long")
+int32 = dtype("int32", np.int32, _INT, "IntStorage", "Int")
+int16 = dtype("int16", np.int16, _INT, "ShortStorage", "Short")
+int8 = dtype("int8", np.int8, _INT, "CharStorage", "Char")
+uint8 = dtype("uint8", np.uint8, _INT, "ByteStorage", "Byte")
+bool_ = dtype("bool", np.bool_, _BOOL, "BoolStorage", "Bool")
+
+# PyTorch's aliases.
+float = float32  # noqa: A001
+double = float64
+half = float16
+long = int64
+int = int32  # noqa: A001
+short = int16
+bool = bool_  # noqa: A001
+
+ALL_DTYPES = (float32, float64, float16, int64, int32, int16, int8, uint8, bool_)
+_BY_NAME = {d.name: d for d in ALL_DTYPES}
+_BY_NP = {d.np: d for d in ALL_DTYPES}
+
+
+def _dtype_by_name(name: str) -> dtype:
+    return _BY_NAME[name]
+
+
+def from_numpy_dtype(np_dtype) -> dtype:
+    """The course_lib dtype for a numpy dtype; TypeError for ones we do not have."""
+    try:
+        return _BY_NP[np.dtype(np_dtype)]
+    except KeyError:
+        raise TypeError(
+            f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype).name}. The only supported types are: "
+            "float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
+        ) from None
+
+
+# ---------------------------------------------------------------------------
+# default dtype
+# ---------------------------------------------------------------------------
+_default_dtype = [float32]
+
+
+def get_default_dtype() -> dtype:
+    """The dtype of floating point tensors made from Python floats (float32 unless changed)."""
+    return _default_dtype[0]
+
+
+def set_default_dtype(d: dtype) -> None:
+    """Set the default floating point dtype (float32 or float64, as in PyTorch)."""
+    if not isinstance(d, dtype) or not d.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    _default_dtype[0] = d
+
+
+# ---------------------------------------------------------------------------
+# promotion
+# ---------------------------------------------------------------------------
+def promote_types(a: dtype, b: dtype) -> dtype:
+    """The smallest dtype both ``a`` and ``b`` can be cast to (``torch.promote_types``).
+
+    numpy's table agrees with PyTorch's for the dtypes we have (uint8 + int8 -> int16,
+    int64 + float16 -> float16, ...), so we look it up there and cache the answer.
+    """
+    if a is b:
+        return a
+    key = (a, b)
+    r = _PROMOTE_CACHE.get(key)
+    if r is None:
+        if a is bool_:
+            r = b
+        elif b is bool_:
+            r = a
+        elif a.category != b.category:
+            # int with float: the float wins, whatever its size (int64 + float16 -> float16).
+            r = a if a.category > b.category else b
+        else:
+            r = _BY_NP[np.promote_types(a.np, b.np)]
+        _PROMOTE_CACHE[key] = r
+    return r
+
+
+_PROMOTE_CACHE: dict = {}
+
+
+def scalar_category(value) -> int:
+    """Category of a Python scalar: bool < int < float."""
+    if value is True or value is False or isinstance(value, np.bool_):
+        return _BOOL
+    if isinstance(value, (builtins_int, np.integer)):
+        return _INT
+    return _FLOAT
+
+
+import builtins as _builtins  # noqa: E402
+
+builtins_int = _builtins.int
+builtins_float = _builtins.float
+builtins_bool = _builtins.bool
+
+
+def scalar_dtype(value) -> dtype:
+    """The dtype a lone Python scalar gets: bool, int64 or the default float."""
+    c = scalar_category(value)
+    if c == _BOOL:
+        return bool_
+    if c == _INT:
+        return int64
+    return get_default_dtype()
+
+
+def category_default(category: int) -> dtype:
+    return (bool_, int64, get_default_dtype())[category]

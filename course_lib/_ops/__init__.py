@@ -1,0 +1,1 @@
+"""Ops: the registry, the dispatcher and the kernels (CPU and meta)."""

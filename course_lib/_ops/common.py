@@ -1,0 +1,174 @@
+"""Shared pieces of the kernels: wrapping numpy results, broadcasting, promotion, dims.
+
+In PyTorch: ``aten/src/ATen/ExpandUtils.h`` (broadcasting),
+``aten/src/ATen/native/TypeProperties.cpp`` (``result_type``),
+``c10/core/WrapDimMinimal.h`` (negative dims).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype as D
+from .._storage import Storage
+
+Tensor = None  # set by course_lib._tensor
+
+_STRIDES: dict = {}
+
+
+def contiguous_strides(shape: tuple) -> tuple:
+    """Row-major strides, in elements: stride[i] = prod(max(size[j], 1) for j > i).
+
+    >>> contiguous_strides((2, 3, 4))
+    (12, 4, 1)
+    """
+    r = _STRIDES.get(shape)
+    if r is None:
+        strides = []
+        acc = 1
+        for s in reversed(shape):
+            strides.append(acc)
+            acc *= max(s, 1)
+        r = tuple(reversed(strides))
+        if len(_STRIDES) < 4096:
+            _STRIDES[shape] = r
+    return r
+
+
+def wrap(arr, dtype: D.dtype | None = None):
+    """Make a new contiguous tensor that owns ``arr`` (a numpy result).
+
+    The array becomes the tensor's storage without a copy when it is already
+    C-contiguous and of the right dtype.
+    """
+    if not isinstance(arr, np.ndarray):
+        arr = np.asarray(arr)
+    if dtype is None:
+        dtype = D._BY_NP[arr.dtype]
+    elif arr.dtype != dtype.np:
+        arr = arr.astype(dtype.np)
+    if not arr.flags.c_contiguous:
+        arr = arr.copy(order="C")
+    shape = arr.shape
+    t = Tensor._make(Storage(arr.reshape(-1), dtype), 0, shape, contiguous_strides(shape), dtype)
+    t._npc = arr
+    return t
+
+
+def empty_meta(shape, dtype: D.dtype):
+    """A tensor on the meta device: shape and dtype, no data."""
+    shape = tuple(shape)
+    n = 1
+    for s in shape:
+        n *= s
+    return Tensor._make(Storage(None, dtype, "meta", size=n), 0, shape, contiguous_strides(shape), dtype)
+
+
+# ---------------------------------------------------------------------------
+# broadcasting
+# ---------------------------------------------------------------------------
+def broadcast_shapes(*shapes) -> tuple:
+    """The shape all of ``shapes`` broadcast to, or PyTorch's error.
+
+    Shapes are aligned on the right; each pair of sizes must be equal or one of them 1.
+    """
+    ndim = max(len(s) for s in shapes)
+    out = [1] * ndim
+    for s in shapes:
+        off = ndim - len(s)
+        for i, n in enumerate(s):
+            j = off + i
+            m = out[j]
+            if m == n or n == 1:
+                continue
+            if m == 1:
+                out[j] = n
+            else:
+                raise RuntimeError(
+                    f"The size of tensor a ({m}) must match the size of tensor b ({n}) "
+                    f"at non-singleton dimension {j}")
+    return tuple(out)
+
+
+def broadcast_two(a: tuple, b: tuple) -> tuple:
+    if a == b:
+        return a
+    return broadcast_shapes(a, b)
+
+
+# ---------------------------------------------------------------------------
+# type promotion
+# ---------------------------------------------------------------------------
+def _combine(higher, lower):
+    # c10's combine_categories: a higher tier wins unless the lower tier is of a higher category.
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher.category == D._FLOAT:
+        return higher
+    if higher is D.bool_ or lower.category == D._FLOAT:
+        return D.promote_types(higher, lower)
+    return higher
+
+
+def result_type(*args) -> D.dtype:
+    """PyTorch's ``result_type``: tensors with dims > 0-d tensors > Python scalars.
+
+    Within a tier the dtypes are promoted; a lower tier only matters when it is of a
+    higher category (bool < integer < float).
+    """
+    dim = zero = wrapped = None
+    T = Tensor
+    for a in args:
+        if isinstance(a, T):
+            d = a.dtype
+            if a._shape:
+                dim = d if dim is None else D.promote_types(dim, d)
+            else:
+                zero = d if zero is None else D.promote_types(zero, d)
+        elif a is None:
+            continue
+        else:
+            d = D.scalar_dtype(a)
+            wrapped = d if wrapped is None else D.promote_types(wrapped, d)
+    return _combine(dim, _combine(zero, wrapped))
+
+
+def binary_result_type(a, b) -> D.dtype:
+    """``result_type(a, b)`` with a fast path for two tensors of one dtype."""
+    T = Tensor
+    if isinstance(a, T) and isinstance(b, T) and a.dtype is b.dtype:
+        return a.dtype
+    return result_type(a, b)
+
+
+# ---------------------------------------------------------------------------
+# dims
+# ---------------------------------------------------------------------------
+def wrap_dim(dim: int, ndim: int) -> int:
+    """Turn a possibly negative ``dim`` into 0..ndim-1 (0-d tensors accept -1 and 0)."""
+    n = ndim if ndim > 0 else 1
+    if dim < -n or dim >= n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+def wrap_dims(dims, ndim: int) -> tuple:
+    if isinstance(dims, int):
+        dims = (dims,)
+    out = tuple(wrap_dim(d, ndim) for d in dims)
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"dim {out[0]} appears multiple times in the list of dims")
+    return out
+
+
+def to_np_scalar(value, dtype: D.dtype):
+    """A Python scalar as a numpy 0-d array of ``dtype`` (integers wrap around like C)."""
+    return np.asarray(value).astype(dtype.np)
+
+
+def type_name(t) -> str:
+    """'torch.FloatTensor'-style names PyTorch uses in messages (here 'course_lib.FloatTensor')."""
+    return f"torch.{t.dtype._tensor_name}Tensor"

@@ -1,0 +1,145 @@
+"""The op registry: every operator is declared exactly once.
+
+In PyTorch: ``aten/src/ATen/native/native_functions.yaml`` declares each op's
+name, schema and variants; ``tools/autograd/derivatives.yaml`` declares its
+derivative; codegen (``torchgen``) turns both into C++ and Python bindings.
+
+Here an ``OpDef`` holds:
+
+* ``name`` and ``schema``: ``"add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"``
+* ``cpu``: the kernel (numpy on a strided view of the storage)
+* ``meta``: the shape function (same signature, returns tensors on the meta device)
+* ``autograd``: the derivative, filled in by ``course_lib.autograd.derivatives``
+* ``variants``: ``"function"`` and/or ``"method"``; ``inplace`` names the ``op_`` form.
+
+``course_lib._ops.bindings`` reads the registry and generates ``course_lib.add``,
+``Tensor.add``, ``Tensor.add_`` and friends from the schema.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+__all__ = ["OpDef", "OPS", "register", "get"]
+
+
+class Arg:
+    """One argument of a schema: ``Tensor self``, ``int[1]? dim=None``, ``*``..."""
+
+    __slots__ = ("type", "name", "default", "kwarg_only")
+
+    def __init__(self, type: str, name: str, default: str | None, kwarg_only: bool):
+        self.type = type
+        self.name = name
+        self.default = default
+        self.kwarg_only = kwarg_only
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.type.startswith("Tensor") and not self.type.startswith("Tensor[]")
+
+    @property
+    def is_tensor_list(self) -> bool:
+        return self.type.startswith("Tensor[]")
+
+    def __repr__(self) -> str:
+        d = f"={self.default}" if self.default is not None else ""
+        return f"{self.type} {self.name}{d}"
+
+
+_SCHEMA = re.compile(r"^(\w+)\((.*)\)\s*->\s*(.+)$")
+
+
+def parse_schema(schema: str) -> tuple[str, list[Arg], str]:
+    m = _SCHEMA.match(schema.strip())
+    if m is None:
+        raise ValueError(f"bad schema: {schema!r}")
+    name, argstr, ret = m.groups()
+    args: list[Arg] = []
+    kwarg_only = False
+    for part in _split_args(argstr):
+        if part == "*":
+            kwarg_only = True
+            continue
+        decl, _, default = part.partition("=")
+        typ, _, aname = decl.strip().rpartition(" ")
+        args.append(Arg(typ.strip(), aname.strip(), default.strip() or None, kwarg_only))
+    return name, args, ret.strip()
+
+
+def _split_args(s: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in s:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
+
+
+class OpDef:
+    """A registered operator.  See the module docstring."""
+
+    __slots__ = ("name", "schema", "args", "returns", "cpu", "meta", "autograd", "variants",
+                 "inplace", "tensor_pos", "tensor_list_pos", "kind", "doc", "is_view",
+                 "is_inplace", "overload")
+
+    def __init__(self, schema: str, cpu: Callable, meta: Callable | None, *,
+                 variants=("function", "method"), inplace: str | None = None,
+                 kind: str = "other", doc: str = "", is_view: bool = False,
+                 is_inplace: bool = False):
+        self.schema = schema
+        self.name, self.args, self.returns = parse_schema(schema)
+        self.overload = self.name
+        self.cpu = cpu
+        self.meta = meta if meta is not None else cpu  # view ops: same code on both devices
+        self.autograd = None
+        self.variants = tuple(variants)
+        self.inplace = inplace
+        self.tensor_pos = tuple(i for i, a in enumerate(self.args) if a.is_tensor)
+        self.tensor_list_pos = tuple(i for i, a in enumerate(self.args) if a.is_tensor_list)
+        self.kind = kind
+        self.doc = doc
+        self.is_view = is_view
+        self.is_inplace = is_inplace
+
+    def __repr__(self) -> str:
+        return f"<op {self.schema}>"
+
+    def __call__(self, *args):
+        """Call through the dispatcher with positional arguments in schema order."""
+        from .dispatcher import dispatch
+        return dispatch(self, args)
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def register(schema: str, *, meta: Callable | None = None, variants=("function", "method"),
+             inplace: str | None = None, kind: str = "other", is_view: bool = False,
+             is_inplace: bool = False):
+    """Decorator: declare an op from its schema and its CPU kernel.
+
+    >>> @register("neg(Tensor self) -> Tensor", meta=unary_meta)
+    ... def neg(self):
+    ...     return wrap(np.negative(self._np()))
+    """
+    def deco(fn: Callable) -> OpDef:
+        op = OpDef(schema, fn, meta, variants=variants, inplace=inplace, kind=kind,
+                   doc=fn.__doc__ or "", is_view=is_view, is_inplace=is_inplace)
+        if op.name in OPS:
+            raise ValueError(f"op {op.name} registered twice")
+        OPS[op.name] = op
+        return op
+    return deco
+
+
+def get(name: str) -> OpDef:
+    return OPS[name]

@@ -1,0 +1,141 @@
+"""Storage: the flat, typed buffer behind every tensor.
+
+In PyTorch: ``c10/core/StorageImpl.h`` (the buffer, its size in bytes and its
+allocator) and ``torch/storage.py`` (``UntypedStorage``/``TypedStorage``).
+
+A ``Storage`` owns one 1-D numpy array.  Tensors are *views* of it: each tensor
+adds (storage_offset, shape, stride) on top.  Many tensors may share one storage;
+writing through any of them changes what all of them read.
+
+On the ``'meta'`` device a storage has no data at all, only a size: this is what
+shape-only ("fake") tensors run on.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _dtype as D
+from . import memory as _memory
+
+__all__ = ["Storage", "UntypedStorage"]
+
+
+class Storage:
+    """A flat buffer of ``size`` elements of one dtype on one device.
+
+    ``data`` is the numpy array (1-D, contiguous) or ``None`` on the meta device.
+    ``_owner`` keeps alive whatever really owns the memory (a shared-memory block,
+    a memory-mapped file, ...).
+    """
+
+    __slots__ = ("data", "dtype", "device", "_size", "_nbytes", "_owner", "__weakref__")
+
+    def __init__(self, data: np.ndarray | None, dtype: D.dtype, device: str = "cpu",
+                 size: int | None = None, owner=None):
+        self.data = data
+        self.dtype = dtype
+        self.device = device
+        self._size = data.shape[0] if data is not None else size
+        self._nbytes = self._size * dtype.itemsize
+        self._owner = owner
+        if data is not None and owner is None:
+            _memory._allocated(self._nbytes)
+
+    def __del__(self):
+        if self.data is not None and self._owner is None:
+            try:
+                _memory._freed(self._nbytes)
+            except Exception:  # interpreter shutdown
+                pass
+
+    # -- construction -------------------------------------------------------
+    @classmethod
+    def empty(cls, size: int, dtype: D.dtype, device: str = "cpu") -> "Storage":
+        if device == "meta":
+            return cls(None, dtype, "meta", size=size)
+        return cls(np.empty(size, dtype=dtype.np), dtype)
+
+    # -- queries --------------------------------------------------------------
+    def size(self) -> int:
+        """Number of elements."""
+        return self._size
+
+    def __len__(self) -> int:
+        return self._size
+
+    def nbytes(self) -> int:
+        """Size of the buffer in bytes."""
+        return self._nbytes
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    def data_ptr(self) -> int:
+        """Address of the first byte (0 on the meta device)."""
+        if self.data is None:
+            return 0
+        return self.data.__array_interface__["data"][0]
+
+    @property
+    def is_meta(self) -> bool:
+        return self.device == "meta"
+
+    def untyped(self) -> "UntypedStorage":
+        return UntypedStorage(self)
+
+    def tolist(self) -> list:
+        return self.data.tolist()
+
+    def __repr__(self) -> str:
+        if self.data is None:
+            return f"Storage(device='meta', dtype={self.dtype}, size={self._size})"
+        body = " ".join(repr(v) for v in self.data[:20].tolist())
+        more = " ..." if self._size > 20 else ""
+        return f"[{body}{more}]\n[course_lib.Storage(dtype={self.dtype}, size={self._size})]"
+
+
+class UntypedStorage:
+    """The bytes of a storage, as ``tensor.untyped_storage()`` returns them.
+
+    It shares memory with the typed storage; indexing gives single bytes (0..255).
+    """
+
+    __slots__ = ("_typed",)
+
+    def __init__(self, typed: Storage):
+        self._typed = typed
+
+    def nbytes(self) -> int:
+        return self._typed.nbytes()
+
+    def size(self) -> int:
+        return self._typed.nbytes()
+
+    def __len__(self) -> int:
+        return self._typed.nbytes()
+
+    def data_ptr(self) -> int:
+        return self._typed.data_ptr()
+
+    @property
+    def device(self):
+        from ._device import device
+        return device(self._typed.device)
+
+    def numpy(self) -> np.ndarray:
+        """The bytes as a uint8 numpy array sharing memory."""
+        if self._typed.data is None:
+            raise RuntimeError("Cannot access data of a storage on the meta device")
+        return self._typed.data.view(np.uint8)
+
+    def __getitem__(self, i):
+        return self.numpy()[i].tolist()
+
+    def __eq__(self, other):
+        return isinstance(other, UntypedStorage) and other._typed is self._typed
+
+    def __hash__(self):
+        return id(self._typed)
+
+    def __repr__(self) -> str:
+        return f"course_lib.UntypedStorage(nbytes={self.nbytes()}, device='{self._typed.device}')"
