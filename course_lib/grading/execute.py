@@ -1,0 +1,95 @@
+"""``course execute``: refresh the stored outputs of solutions notebooks.
+
+Runs a notebook top to bottom in the current environment, keeps the outputs
+of check cells only (their fixed success line), strips every other output,
+and writes the notebook back deterministically. Any error stops it loudly.
+"""
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+
+from . import notebook as nbio
+from .student import CourseError
+
+
+def _current_env_kernel_manager():
+    import ipykernel.kernelspec
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    class CurrentEnv(KernelSpecManager):
+        def get_kernel_spec(self, kernel_name):
+            # the ipykernel of this Python, whatever kernels the user has installed
+            return self.kernel_spec_class(resource_dir=ipykernel.kernelspec.RESOURCES,
+                                          **ipykernel.kernelspec.get_kernel_dict())
+
+    return KernelManager(kernel_name="python3", kernel_spec_manager=CurrentEnv())
+
+
+def execute_notebook(path: Path, timeout: int = 600) -> list[str]:
+    """Execute `path` and store check-cell outputs only. Returns the checked lines."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+
+    nb = nbio.read(path)
+    run = copy.deepcopy(nb)
+    client = NotebookClient(
+        run, timeout=timeout, km=_current_env_kernel_manager(), allow_errors=False,
+        resources={"metadata": {"path": str(path.parent.resolve())}},
+    )
+    try:
+        client.execute()
+    except CellTimeoutError as e:
+        raise CourseError(f"{path}: a cell ran longer than {timeout} s:\n{e}") from None
+    except CellExecutionError as e:
+        raise CourseError(f"{path}: a cell raised an error, nothing was written:\n{e}") from None
+    lines: list[str] = []
+    count = 0
+    for cell, ran in zip(nb.cells, run.cells):
+        if cell.cell_type != "code":
+            continue
+        count += 1
+        if nbio.is_check(cell):
+            outputs = [o for o in ran.outputs if o.output_type != "display_data" or "text/plain" in o.get("data", {})]
+            cell.outputs = outputs
+            # nbval compares outputs only of cells with an execution count;
+            # the cell's position in the top-to-bottom run is deterministic.
+            cell.execution_count = count
+            for o in outputs:
+                if o.output_type == "stream" and o.name == "stdout":
+                    lines.extend(o.text.splitlines())
+                elif o.output_type == "error":
+                    raise CourseError(f"{path}: check cell {cell.get('id')} raised {o.ename}")
+            if not any(o.output_type == "stream" and o.name == "stdout" for o in outputs):
+                raise CourseError(f"{path}: check cell {cell.get('id')} printed nothing")
+            for o in outputs:
+                if o.output_type == "stream" and o.name == "stderr":
+                    raise CourseError(f"{path}: check cell {cell.get('id')} wrote to stderr:\n{o.text}")
+        else:
+            cell.outputs = []
+            cell.execution_count = None
+    nb.metadata.pop("widgets", None)
+    nbio.save(nb, path)
+    return lines
+
+
+def main(paths: list[str], timeout: int) -> int:
+    status = 0
+    for p in paths:
+        path = Path(p)
+        if not path.is_file():
+            print(f"course execute: {p}: no such file", file=sys.stderr)
+            status = 1
+            continue
+        try:
+            lines = execute_notebook(path, timeout)
+        except CourseError as e:
+            print(f"course execute: {e}", file=sys.stderr)
+            status = 1
+            continue
+        print(f"{path}: {len(lines)} check output(s) stored")
+        for line in lines:
+            print(f"  {line}")
+    return status
