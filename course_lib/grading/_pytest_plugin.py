@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
+
+# Loaded with -p, so before nbval: nbformat -> jsonschema would otherwise
+# import the optional rfc3987_syntax grammar, which takes seconds and is
+# never used for notebooks.
+sys.modules.setdefault("rfc3987_syntax", None)
 
 import pytest
 

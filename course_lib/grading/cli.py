@@ -8,7 +8,11 @@ import os
 import sys
 from pathlib import Path
 
-from .student import CourseError
+# nbformat -> jsonschema would import the optional rfc3987_syntax grammar,
+# which takes seconds and is never needed for notebooks.
+sys.modules.setdefault("rfc3987_syntax", None)
+
+from .student import CourseError  # noqa: E402
 
 
 def _jobs(value: str) -> int:

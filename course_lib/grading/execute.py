@@ -7,6 +7,7 @@ and writes the notebook back deterministically. Any error stops it loudly.
 from __future__ import annotations
 
 import copy
+import os
 import sys
 from pathlib import Path
 
@@ -40,7 +41,8 @@ def execute_notebook(path: Path, timeout: int = 600) -> list[str]:
         resources={"metadata": {"path": str(path.parent.resolve())}},
     )
     try:
-        client.execute()
+        with open(os.devnull, "w") as devnull:  # the kernel's own chatter
+            client.execute(stderr=devnull)
     except CellTimeoutError as e:
         raise CourseError(f"{path}: a cell ran longer than {timeout} s:\n{e}") from None
     except CellExecutionError as e:

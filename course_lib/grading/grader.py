@@ -303,6 +303,8 @@ def _run_pytest(graded: Path, timeout: float, workdir: Path) -> _Run:
            "--nbval-lax", "--nbval-current-env", f"--nbval-cell-timeout={timeout:g}",
            "--noconftest", "-c", str(ini), "--rootdir", str(graded.parent),
            "-p", "no:cacheprovider", "-p", "course_lib.grading._pytest_plugin",
+           # plugins a notebook run never needs; each costs start-up time
+           "-p", "no:xdist", "-p", "no:hypothesispytest",
            "-q", "--color=no", "-o", "console_output_style=classic"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["COURSE_GRADER_EVENTS"] = str(events)
