@@ -287,7 +287,12 @@ class Tensor:
         """Keep ``.grad`` for this non-leaf tensor after backward."""
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if self.grad_fn is not None:
+        if self.grad_fn is not None and not self._retains_grad:
+            import weakref
+            node = self.grad_fn
+            if node._retains_grad_hooks is None:
+                node._retains_grad_hooks = {}
+            node._retains_grad_hooks[self._output_nr] = weakref.ref(self)
             self._retains_grad = True
 
     @property

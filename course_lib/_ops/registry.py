@@ -89,7 +89,7 @@ class OpDef:
 
     __slots__ = ("name", "schema", "args", "returns", "cpu", "meta", "autograd", "variants",
                  "inplace", "tensor_pos", "tensor_list_pos", "kind", "doc", "is_view",
-                 "is_inplace", "overload")
+                 "is_inplace", "overload", "functional", "autograd_spec")
 
     def __init__(self, schema: str, cpu: Callable, meta: Callable | None, *,
                  variants=("function", "method"), inplace: str | None = None,
@@ -100,7 +100,8 @@ class OpDef:
         self.overload = self.name
         self.cpu = cpu
         self.meta = meta if meta is not None else cpu  # view ops: same code on both devices
-        self.autograd = None
+        self.autograd = None       # the Autograd-key kernel (None: no derivative, e.g. composites)
+        self.autograd_spec = None  # the Derivative declared in course_lib/autograd/derivatives.py
         self.variants = tuple(variants)
         self.inplace = inplace
         self.tensor_pos = tuple(i for i, a in enumerate(self.args) if a.is_tensor)
@@ -109,6 +110,7 @@ class OpDef:
         self.doc = doc
         self.is_view = is_view
         self.is_inplace = is_inplace
+        self.functional = None  # for an in-place op: its out-of-place twin
 
     def __repr__(self) -> str:
         return f"<op {self.schema}>"

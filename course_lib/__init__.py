@@ -1,0 +1,41 @@
+"""course_lib: a small PyTorch on numpy, built to be read.
+
+The layout mirrors PyTorch's: ``course_lib/_tensor.py`` beside
+``torch/_tensor.py``, ``course_lib/nn/modules/module.py`` beside
+``torch/nn/modules/module.py``, and so on.
+
+>>> import course_lib as cl
+>>> x = cl.tensor([[1., 2.], [3., 4.]])
+>>> (x @ x).sum()
+tensor(54.)
+"""
+from __future__ import annotations
+
+from . import _dtype
+from ._device import device
+from ._dtype import (bool, bool_, double, dtype, float, float16, float32, float64, get_default_dtype, half,  # noqa: A004
+                     int, int8, int16, int32, int64, long, promote_types, set_default_dtype, short, uint8)
+from ._size import Size
+from ._storage import Storage, UntypedStorage
+from ._tensor import Tensor
+from . import _ops, memory
+from ._ops.common import broadcast_shapes, result_type
+from ._ops.dispatcher import dispatch
+from ._ops.registry import OPS
+
+# Generate course_lib.add, Tensor.add, ... from the op registry.
+_ops.install(Tensor, globals())
+
+from ._creation import *  # noqa: E402,F401,F403
+from ._creation import __all__ as _creation_all  # noqa: E402
+from ._random import *  # noqa: E402,F401,F403
+from ._random import __all__ as _random_all  # noqa: E402
+from ._random import _install_tensor_methods as _install_random_methods  # noqa: E402
+from ._tensor_str import set_printoptions  # noqa: E402
+
+_install_random_methods()
+
+from . import autograd  # noqa: E402
+from .autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
+
+__version__ = "0.1.0"

@@ -1,0 +1,519 @@
+"""Pointwise ops: unary math, binary arithmetic, comparisons, where, clamp.
+
+In PyTorch: ``aten/src/ATen/native/BinaryOps.cpp``, ``UnaryOps.cpp`` and the
+TensorIterator that computes the broadcast shape and the result dtype.
+
+Every kernel here follows the same recipe:
+
+1. work out the result dtype (``common.result_type``) and the broadcast shape;
+2. get numpy views of the inputs (``t._np()``), cast if needed;
+3. call one vectorised numpy function;
+4. ``wrap`` the result in a new tensor.
+
+The meta functions do steps 1 and return an empty meta tensor.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype as D
+from .common import (binary_result_type, broadcast_shapes, broadcast_two, empty_meta, result_type,
+                     to_np_scalar, wrap)
+from .registry import register
+
+_T = None  # Tensor, filled in by _install()
+
+
+def _is_t(x) -> bool:
+    return isinstance(x, _T)
+
+
+# ---------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------
+def _operand(x, dt: D.dtype):
+    """numpy operand of dtype ``dt``: a view (cast if needed) for tensors, the scalar itself otherwise."""
+    if isinstance(x, _T):
+        a = x._np()
+        return a if a.dtype == dt.np else a.astype(dt.np)
+    return x
+
+
+def _shape_of(x) -> tuple:
+    return x._shape if isinstance(x, _T) else ()
+
+
+def _apply2(fn, a, b, dt: D.dtype):
+    an, bn = _operand(a, dt), _operand(b, dt)
+    if isinstance(a, _T) and isinstance(b, _T) and a._shape != b._shape:
+        broadcast_two(a._shape, b._shape)  # PyTorch's error message if they don't broadcast
+    try:
+        return fn(an, bn)
+    except OverflowError:
+        # A Python int that does not fit the dtype: wrap it around like C, as PyTorch does.
+        if not isinstance(a, _T):
+            an = to_np_scalar(a, dt)
+        if not isinstance(b, _T):
+            bn = to_np_scalar(b, dt)
+        return fn(an, bn)
+
+
+def _float_type(dt: D.dtype) -> D.dtype:
+    """Integer and bool inputs of float-valued ops compute in the default float dtype."""
+    return dt if dt.category == D._FLOAT else D.get_default_dtype()
+
+
+def _binary_meta(out_dtype=None, float_out=False):
+    def meta(self, other, *rest):
+        dt = binary_result_type(self, other)
+        if float_out:
+            dt = _float_type(dt)
+        return empty_meta(broadcast_two(_shape_of(self), _shape_of(other)), out_dtype or dt)
+    return meta
+
+
+def _unary_meta(float_out=False, out_dtype=None):
+    def meta(self, *rest):
+        dt = out_dtype or (_float_type(self.dtype) if float_out else self.dtype)
+        return empty_meta(self._shape, dt)
+    return meta
+
+
+# ---------------------------------------------------------------------------
+# binary arithmetic
+# ---------------------------------------------------------------------------
+def _check_alpha(dt, alpha):
+    if alpha != 1 and dt.category != D._FLOAT and isinstance(alpha, float):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+
+
+@register("add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", meta=_binary_meta(),
+          inplace="add_", kind="pointwise")
+def add(self, other, alpha=1):
+    """self + alpha * other, broadcasting."""
+    dt = binary_result_type(self, other)
+    if alpha != 1:
+        _check_alpha(dt, alpha)
+        other = mul.cpu(other, alpha) if _is_t(other) else other * alpha
+    return wrap(_apply2(np.add, self, other, dt), dt)
+
+
+def _check_bool_sub(self, other):
+    if (_is_t(self) and self.dtype is D.bool_) and (not _is_t(other) or other.dtype is D.bool_):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. "
+            "Use the `^` or `logical_xor()` operator instead.")
+    if (_is_t(self) and self.dtype is D.bool_) or (_is_t(other) and other.dtype is D.bool_):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. "
+            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+@register("sub(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", meta=_binary_meta(),
+          inplace="sub_", kind="pointwise")
+def sub(self, other, alpha=1):
+    """self - alpha * other, broadcasting."""
+    dt = binary_result_type(self, other)
+    if dt is D.bool_ or (_is_t(self) and self.dtype is D.bool_) or (_is_t(other) and other.dtype is D.bool_):
+        _check_bool_sub(self, other)
+    if alpha != 1:
+        _check_alpha(dt, alpha)
+        other = mul.cpu(other, alpha) if _is_t(other) else other * alpha
+    return wrap(_apply2(np.subtract, self, other, dt), dt)
+
+
+@register("rsub(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", meta=_binary_meta(),
+          variants=("function",), kind="pointwise")
+def rsub(self, other, alpha=1):
+    """other - alpha * self (what ``1 - x`` calls)."""
+    return sub.cpu(other, self, alpha) if _is_t(other) else _rsub_scalar(self, other, alpha)
+
+
+def _rsub_scalar(self, other, alpha):
+    dt = binary_result_type(self, other)
+    if self.dtype is D.bool_:
+        _check_bool_sub(self, other)
+    s = self if alpha == 1 else mul.cpu(self, alpha)
+    return wrap(_apply2(np.subtract, other, s, dt), dt)
+
+
+@register("mul(Tensor self, Tensor other) -> Tensor", meta=_binary_meta(), inplace="mul_",
+          kind="pointwise")
+def mul(self, other):
+    """Elementwise product, broadcasting."""
+    dt = binary_result_type(self, other)
+    return wrap(_apply2(np.multiply, self, other, dt), dt)
+
+
+def _div_meta(self, other, rounding_mode=None):
+    dt = binary_result_type(self, other)
+    if rounding_mode is None:
+        dt = _float_type(dt)
+    return empty_meta(broadcast_two(_shape_of(self), _shape_of(other)), dt)
+
+
+@register("div(Tensor self, Tensor other, *, str? rounding_mode=None) -> Tensor", meta=_div_meta,
+          inplace="div_", kind="pointwise")
+def div(self, other, rounding_mode=None):
+    """True division (integers give floats); ``rounding_mode='floor'|'trunc'`` rounds."""
+    dt = binary_result_type(self, other)
+    if rounding_mode is None:
+        ft = _float_type(dt)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return wrap(_apply2(np.true_divide, self, other, ft), ft)
+    if rounding_mode == "floor":
+        return floor_divide.cpu(self, other)
+    if rounding_mode == "trunc":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if dt.category == D._FLOAT:
+                return wrap(np.trunc(_apply2(np.true_divide, self, other, dt)), dt)
+            _check_int_zero_div(other)
+            q = _apply2(np.true_divide, self, other, D.float64)
+            return wrap(np.trunc(q).astype(dt.np), dt)
+    raise RuntimeError(
+        f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+
+
+def _check_int_zero_div(other):
+    if (_is_t(other) and other.dtype.category != D._FLOAT and (other._np() == 0).any()) or \
+            (not _is_t(other) and other == 0 and not isinstance(other, float)):
+        raise RuntimeError("ZeroDivisionError")
+
+
+@register("floor_divide(Tensor self, Tensor other) -> Tensor", meta=_binary_meta(),
+          inplace="floor_divide_", kind="pointwise")
+def floor_divide(self, other):
+    """Division rounded towards minus infinity (``//``): ``-3 // 2 == -2``."""
+    dt = binary_result_type(self, other)
+    if dt.category != D._FLOAT:
+        _check_int_zero_div(other)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return wrap(_apply2(np.floor_divide, self, other, dt), dt)
+
+
+@register("remainder(Tensor self, Tensor other) -> Tensor", meta=_binary_meta(),
+          inplace="remainder_", kind="pointwise")
+def remainder(self, other):
+    """Python-style modulus (``%``): the result has the sign of the divisor."""
+    dt = binary_result_type(self, other)
+    if dt.category != D._FLOAT:
+        _check_int_zero_div(other)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return wrap(_apply2(np.remainder, self, other, dt), dt)
+
+
+@register("fmod(Tensor self, Tensor other) -> Tensor", meta=_binary_meta(), kind="pointwise")
+def fmod(self, other):
+    """C-style remainder: the result has the sign of the dividend."""
+    dt = binary_result_type(self, other)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return wrap(_apply2(np.fmod, self, other, dt), dt)
+
+
+def _pow_meta(self, exponent):
+    dt = binary_result_type(self, exponent)
+    return empty_meta(broadcast_two(_shape_of(self), _shape_of(exponent)), dt)
+
+
+@register("pow(Tensor self, Tensor exponent) -> Tensor", meta=_pow_meta, inplace="pow_",
+          kind="pointwise")
+def pow(self, exponent):  # noqa: A001
+    """self ** exponent, broadcasting; integer tensors to negative integer powers raise."""
+    dt = binary_result_type(self, exponent)
+    if dt.category != D._FLOAT:
+        e = exponent._np() if _is_t(exponent) else np.asarray(exponent)
+        if (e < 0).any():
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if not _is_t(self):
+        # scalar ** tensor
+        return wrap(_apply2(np.power, self, exponent, dt), dt)
+    if not _is_t(exponent):
+        if exponent == 2:
+            a = _operand(self, dt)
+            return wrap(a * a, dt)
+        if exponent == 0.5 and dt.category == D._FLOAT:
+            with np.errstate(invalid="ignore"):
+                return wrap(np.sqrt(_operand(self, dt)), dt)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return wrap(_apply2(np.power, self, exponent, dt), dt)
+
+
+def _minmax_meta(self, other):
+    return empty_meta(broadcast_two(self._shape, other._shape), binary_result_type(self, other))
+
+
+@register("maximum(Tensor self, Tensor other) -> Tensor", meta=_minmax_meta, kind="pointwise")
+def maximum(self, other):
+    """Elementwise maximum (NaN propagates)."""
+    dt = binary_result_type(self, other)
+    return wrap(_apply2(np.maximum, self, other, dt), dt)
+
+
+@register("minimum(Tensor self, Tensor other) -> Tensor", meta=_minmax_meta, kind="pointwise")
+def minimum(self, other):
+    """Elementwise minimum (NaN propagates)."""
+    dt = binary_result_type(self, other)
+    return wrap(_apply2(np.minimum, self, other, dt), dt)
+
+
+@register("atan2(Tensor self, Tensor other) -> Tensor", meta=_binary_meta(float_out=True),
+          kind="pointwise")
+def atan2(self, other):
+    ft = _float_type(binary_result_type(self, other))
+    return wrap(_apply2(np.arctan2, self, other, ft), ft)
+
+
+# bitwise / logical ---------------------------------------------------------
+def _bitwise(name, fn):
+    def kernel(self, other):
+        dt = binary_result_type(self, other)
+        if dt.category == D._FLOAT:
+            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{dt._tensor_name}\'')
+        return wrap(_apply2(fn, self, other, dt), dt)
+    kernel.__name__ = name
+    kernel.__doc__ = f"Elementwise {name} of integer or bool tensors."
+    return kernel
+
+
+bitwise_and = register("bitwise_and(Tensor self, Tensor other) -> Tensor", meta=_binary_meta(),
+                       inplace="bitwise_and_", kind="pointwise")(_bitwise("bitwise_and", np.bitwise_and))
+bitwise_or = register("bitwise_or(Tensor self, Tensor other) -> Tensor", meta=_binary_meta(),
+                      inplace="bitwise_or_", kind="pointwise")(_bitwise("bitwise_or", np.bitwise_or))
+bitwise_xor = register("bitwise_xor(Tensor self, Tensor other) -> Tensor", meta=_binary_meta(),
+                       inplace="bitwise_xor_", kind="pointwise")(_bitwise("bitwise_xor", np.bitwise_xor))
+
+
+def _logical(fn):
+    def kernel(self, other):
+        a = self._np() if _is_t(self) else self
+        b = other._np() if _is_t(other) else other
+        if _is_t(self) and _is_t(other) and self._shape != other._shape:
+            broadcast_two(self._shape, other._shape)
+        return wrap(fn(a, b), D.bool_)
+    return kernel
+
+
+logical_and = register("logical_and(Tensor self, Tensor other) -> Tensor",
+                       meta=_binary_meta(out_dtype=D.bool_), kind="pointwise")(_logical(np.logical_and))
+logical_or = register("logical_or(Tensor self, Tensor other) -> Tensor",
+                      meta=_binary_meta(out_dtype=D.bool_), kind="pointwise")(_logical(np.logical_or))
+logical_xor = register("logical_xor(Tensor self, Tensor other) -> Tensor",
+                       meta=_binary_meta(out_dtype=D.bool_), kind="pointwise")(_logical(np.logical_xor))
+
+
+# ---------------------------------------------------------------------------
+# comparisons: compute in the promoted dtype, return bool
+# ---------------------------------------------------------------------------
+def _compare(fn):
+    def kernel(self, other):
+        dt = binary_result_type(self, other)
+        return wrap(_apply2(fn, self, other, dt), D.bool_)
+    return kernel
+
+
+for _name, _fn in (("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal),
+                   ("gt", np.greater), ("ge", np.greater_equal)):
+    globals()[_name] = register(f"{_name}(Tensor self, Tensor other) -> Tensor",
+                                meta=_binary_meta(out_dtype=D.bool_), inplace=f"{_name}_",
+                                kind="pointwise")(_compare(_fn))
+
+
+@register("isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor",
+          meta=_binary_meta(out_dtype=D.bool_), kind="pointwise")
+def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    dt = binary_result_type(self, other)
+    return wrap(np.isclose(_operand(self, dt), _operand(other, dt), rtol=rtol, atol=atol,
+                           equal_nan=equal_nan), D.bool_)
+
+
+# ---------------------------------------------------------------------------
+# unary
+# ---------------------------------------------------------------------------
+def _unary_float(name: str, fn, doc: str):
+    """A float-valued unary op (exp, log, sin, ...): ints and bools compute in the default float dtype."""
+    def kernel(self):
+        dt = self.dtype
+        if dt.category != D._FLOAT:
+            dt = D.get_default_dtype()
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                return wrap(fn(self._np().astype(dt.np)), dt)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return wrap(fn(self._np()), dt)
+    kernel.__name__ = name
+    kernel.__doc__ = doc
+    return register(f"{name}(Tensor self) -> Tensor", meta=_unary_meta(float_out=True),
+                    inplace=f"{name}_", kind="pointwise")(kernel)
+
+
+def _rsqrt(a):
+    return 1.0 / np.sqrt(a)
+
+
+def _sigmoid(a):
+    # numerically safe for large |a|: exp of a non-positive number only
+    e = np.exp(-np.abs(a))
+    return np.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(a.dtype, copy=False)
+
+
+exp = _unary_float("exp", np.exp, "e ** x, elementwise.")
+exp2 = _unary_float("exp2", np.exp2, "2 ** x, elementwise.")
+expm1 = _unary_float("expm1", np.expm1, "exp(x) - 1, accurate near 0.")
+log = _unary_float("log", np.log, "Natural logarithm, elementwise.")
+log2 = _unary_float("log2", np.log2, "Base-2 logarithm, elementwise.")
+log10 = _unary_float("log10", np.log10, "Base-10 logarithm, elementwise.")
+log1p = _unary_float("log1p", np.log1p, "log(1 + x), accurate near 0.")
+sqrt = _unary_float("sqrt", np.sqrt, "Square root, elementwise.")
+rsqrt = _unary_float("rsqrt", _rsqrt, "1 / sqrt(x), elementwise.")
+sin = _unary_float("sin", np.sin, "Sine, elementwise.")
+cos = _unary_float("cos", np.cos, "Cosine, elementwise.")
+tan = _unary_float("tan", np.tan, "Tangent, elementwise.")
+asin = _unary_float("asin", np.arcsin, "Inverse sine, elementwise.")
+acos = _unary_float("acos", np.arccos, "Inverse cosine, elementwise.")
+atan = _unary_float("atan", np.arctan, "Inverse tangent, elementwise.")
+sinh = _unary_float("sinh", np.sinh, "Hyperbolic sine, elementwise.")
+cosh = _unary_float("cosh", np.cosh, "Hyperbolic cosine, elementwise.")
+tanh = _unary_float("tanh", np.tanh, "Hyperbolic tangent, elementwise.")
+sigmoid = _unary_float("sigmoid", _sigmoid, "1 / (1 + exp(-x)), elementwise.")
+reciprocal = _unary_float("reciprocal", np.reciprocal, "1 / x, elementwise.")
+
+
+def _erf(x):
+    """erf from Numerical Recipes' erfc approximation (fractional error below 1.2e-7).
+
+    numpy has no erf, and course_lib depends on numpy only; this is accurate to float32
+    rounding, which is what GELU needs.  (PyTorch calls the C library's ``erf``.)
+    """
+    x = np.asarray(x)
+    z = np.abs(x.astype(np.float64))
+    t = 1.0 / (1.0 + 0.5 * z)
+    r = t * np.exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
+        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
+            -0.82215223 + t * 0.17087277)))))))))
+    y = np.where(x >= 0, 1.0 - r, r - 1.0)
+    return y.astype(x.dtype, copy=False)
+
+
+erf = _unary_float("erf", _erf, "The error function, elementwise.")
+
+
+def _same_dtype_unary(name, fn, doc, inplace=True, allow_bool=True):
+    def kernel(self):
+        if not allow_bool and self.dtype is D.bool_:
+            raise RuntimeError(
+                f"{'Negation, the `-` operator,' if name == 'neg' else name} on a bool tensor is not supported. "
+                "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+        return wrap(fn(self._np()), self.dtype)
+    kernel.__name__ = name
+    kernel.__doc__ = doc
+    return register(f"{name}(Tensor self) -> Tensor", meta=_unary_meta(),
+                    inplace=f"{name}_" if inplace else None, kind="pointwise")(kernel)
+
+
+neg = _same_dtype_unary("neg", np.negative, "-x, elementwise.", allow_bool=False)
+abs = _same_dtype_unary("abs", np.abs, "|x|, elementwise.")  # noqa: A001
+floor = _same_dtype_unary("floor", np.floor, "Round down, elementwise.")
+ceil = _same_dtype_unary("ceil", np.ceil, "Round up, elementwise.")
+trunc = _same_dtype_unary("trunc", np.trunc, "Round towards zero, elementwise.")
+round = _same_dtype_unary("round", np.round, "Round half to even, elementwise.")  # noqa: A001
+sign = _same_dtype_unary("sign", np.sign, "-1, 0 or 1 by the sign of x.")
+square = _same_dtype_unary("square", np.square, "x * x, elementwise.", inplace=True)
+frac = _same_dtype_unary("frac", lambda a: a - np.trunc(a), "x - trunc(x), elementwise.")
+
+
+@register("bitwise_not(Tensor self) -> Tensor", meta=_unary_meta(), inplace="bitwise_not_",
+          kind="pointwise")
+def bitwise_not(self):
+    """``~x``: bitwise not of integers, logical not of bools."""
+    if self.dtype.category == D._FLOAT:
+        raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{self.dtype._tensor_name}'")
+    return wrap(np.invert(self._np()), self.dtype)
+
+
+@register("logical_not(Tensor self) -> Tensor", meta=_unary_meta(out_dtype=D.bool_), kind="pointwise")
+def logical_not(self):
+    return wrap(np.logical_not(self._np()), D.bool_)
+
+
+@register("isnan(Tensor self) -> Tensor", meta=_unary_meta(out_dtype=D.bool_), kind="pointwise")
+def isnan(self):
+    return wrap(np.isnan(self._np()), D.bool_)
+
+
+@register("isinf(Tensor self) -> Tensor", meta=_unary_meta(out_dtype=D.bool_), kind="pointwise")
+def isinf(self):
+    return wrap(np.isinf(self._np()), D.bool_)
+
+
+@register("isfinite(Tensor self) -> Tensor", meta=_unary_meta(out_dtype=D.bool_), kind="pointwise")
+def isfinite(self):
+    return wrap(np.isfinite(self._np()), D.bool_)
+
+
+# activations that are pointwise ---------------------------------------------
+@register("relu(Tensor self) -> Tensor", meta=_unary_meta(), inplace="relu_", kind="pointwise")
+def relu(self):
+    """max(x, 0), elementwise."""
+    if self.dtype is D.bool_:
+        raise RuntimeError("\"clamp_min_scalar_cpu\" not implemented for 'Bool'")
+    a = self._np()
+    return wrap(np.maximum(a, a.dtype.type(0)), self.dtype)
+
+
+@register("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", meta=None,
+          inplace="clamp_", kind="pointwise")
+def clamp(self, min=None, max=None):  # noqa: A002
+    """Limit every element to [min, max]; either bound may be None (or a tensor)."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    dt = result_type(self, min, max)
+    a = _operand(self, dt)
+    lo = _operand(min, dt) if min is not None else None
+    hi = _operand(max, dt) if max is not None else None
+    if lo is not None:
+        a = np.maximum(a, lo)
+    if hi is not None:
+        a = np.minimum(a, hi)
+    return wrap(a, dt)
+
+
+def _clamp_meta(self, min=None, max=None):  # noqa: A002
+    shapes = [self._shape] + [x._shape for x in (min, max) if _is_t(x)]
+    return empty_meta(broadcast_shapes(*shapes), result_type(self, min, max))
+
+
+clamp.meta = _clamp_meta
+
+
+def _where_meta(condition, self, other):
+    return empty_meta(broadcast_shapes(_shape_of(condition), _shape_of(self), _shape_of(other)),
+                      result_type(self, other))
+
+
+@register("where(Tensor condition, Tensor self, Tensor other) -> Tensor", meta=_where_meta,
+          kind="pointwise")
+def where(condition, self, other):
+    """Pick ``self`` where ``condition`` is True, else ``other`` (all broadcast)."""
+    if condition.dtype is not D.bool_ and condition.dtype is not D.uint8:
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{condition.dtype._tensor_name}")
+    dt = result_type(self, other)
+    broadcast_shapes(condition._shape, _shape_of(self), _shape_of(other))
+    return wrap(np.where(condition._np(), _operand(self, dt), _operand(other, dt)), dt)
+
+
+def _lerp_meta(self, end, weight):
+    return empty_meta(broadcast_shapes(self._shape, end._shape, _shape_of(weight)), self.dtype)
+
+
+@register("lerp(Tensor self, Tensor end, Tensor weight) -> Tensor", meta=_lerp_meta, inplace="lerp_",
+          kind="pointwise")
+def lerp(self, end, weight):
+    """self + weight * (end - self)."""
+    dt = self.dtype
+    a, b, w = _operand(self, dt), _operand(end, dt), _operand(weight, dt)
+    return wrap(a + w * (b - a), dt)
+
+
+def _install(tensor_cls) -> None:
+    global _T
+    _T = tensor_cls

@@ -1,0 +1,311 @@
+"""Reductions: sum, mean, prod, var/std, max/min/argmax/argmin, amax/amin, logsumexp, all/any.
+
+In PyTorch: ``aten/src/ATen/native/ReduceOps.cpp``.  Each takes ``dim`` (None for
+all dims, an int, or a tuple) and ``keepdim``.  Integer and bool inputs of
+``sum``/``prod`` give int64; ``mean``/``var`` refuse them.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .. import _dtype as D
+from .common import empty_meta, wrap, wrap_dim, wrap_dims
+from .registry import register
+
+_T = None
+
+# torch.return_types.max etc.
+max_ret = namedtuple("max", ["values", "indices"])
+min_ret = namedtuple("min", ["values", "indices"])
+
+
+def _axes(self, dim):
+    """numpy axis argument and the reduced dims, from PyTorch's dim (None, int, tuple or [])."""
+    nd = len(self._shape)
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return None, tuple(range(nd))
+    if nd == 0:
+        ds = wrap_dims(dim, 0)
+        return None, ()
+    ds = wrap_dims(dim, nd)
+    return ds, ds
+
+
+def _out_shape(shape, dims, keepdim):
+    if keepdim:
+        return tuple(1 if i in dims else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in dims)
+
+
+def _reduce_meta(out_dtype_fn):
+    def meta(self, dim=None, keepdim=False, *rest, **kw):
+        _, dims = _axes(self, dim)
+        return empty_meta(_out_shape(self._shape, dims, keepdim), out_dtype_fn(self, *rest))
+    return meta
+
+
+def _sum_dtype(self, dtype=None, *rest):
+    if dtype is not None:
+        return dtype
+    return D.int64 if self.dtype.category != D._FLOAT else self.dtype
+
+
+def _float_only(name):
+    def f(self, *rest):
+        dt = rest[-1] if rest and isinstance(rest[-1], D.dtype) else None
+        if dt is not None:
+            return dt
+        if self.dtype.category != D._FLOAT:
+            raise RuntimeError(
+                f"{name}(): could not infer output dtype. Input dtype must be either a floating point or "
+                f"complex dtype. Got: {self.dtype._tensor_name}")
+        return self.dtype
+    return f
+
+
+def _finish(r, self, axis, dims, keepdim, dt):
+    if keepdim and axis is None and len(self._shape):
+        r = np.reshape(r, (1,) * len(self._shape))
+    return wrap(np.asarray(r), dt)
+
+
+@register("sum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+          meta=_reduce_meta(_sum_dtype), kind="reduction")
+def sum(self, dim=None, keepdim=False, dtype=None):  # noqa: A001
+    """Sum over ``dim`` (all dims by default); integers and bools sum to int64."""
+    axis, dims = _axes(self, dim)
+    dt = _sum_dtype(self, dtype)
+    return _finish(np.sum(self._np(), axis=axis, keepdims=keepdim, dtype=dt.np), self, axis, dims, keepdim, dt)
+
+
+@register("mean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+          meta=_reduce_meta(_float_only("mean")), kind="reduction")
+def mean(self, dim=None, keepdim=False, dtype=None):
+    """Average over ``dim``; only floating point inputs (as in PyTorch)."""
+    dt = _float_only("mean")(self, dtype)
+    axis, dims = _axes(self, dim)
+    a = self._np()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.mean(a, axis=axis, keepdims=keepdim, dtype=dt.np)
+    return _finish(r, self, axis, dims, keepdim, dt)
+
+
+@register("prod(Tensor self, int? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+          meta=_reduce_meta(_sum_dtype), kind="reduction")
+def prod(self, dim=None, keepdim=False, dtype=None):
+    """Product over one dim (or all)."""
+    axis, dims = _axes(self, dim)
+    dt = _sum_dtype(self, dtype)
+    return _finish(np.prod(self._np(), axis=axis, keepdims=keepdim, dtype=dt.np), self, axis, dims, keepdim, dt)
+
+
+def _var_meta(self, dim=None, correction=1, keepdim=False):
+    _, dims = _axes(self, dim)
+    return empty_meta(_out_shape(self._shape, dims, keepdim), _float_only("var")(self))
+
+
+@register("var(Tensor self, int[1]? dim=None, *, Scalar? correction=1, bool keepdim=False) -> Tensor",
+          meta=_var_meta, kind="reduction")
+def var(self, dim=None, correction=1, keepdim=False):
+    """Variance with Bessel's ``correction`` (1: unbiased, 0: biased)."""
+    dt = _float_only("var")(self)
+    axis, dims = _axes(self, dim)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.var(self._np(), axis=axis, ddof=correction, keepdims=keepdim)
+    return _finish(r, self, axis, dims, keepdim, dt)
+
+
+@register("std(Tensor self, int[1]? dim=None, *, Scalar? correction=1, bool keepdim=False) -> Tensor",
+          meta=_var_meta, kind="reduction")
+def std(self, dim=None, correction=1, keepdim=False):
+    """Standard deviation with Bessel's ``correction``."""
+    dt = _float_only("std")(self)
+    axis, dims = _axes(self, dim)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.std(self._np(), axis=axis, ddof=correction, keepdims=keepdim)
+    return _finish(r, self, axis, dims, keepdim, dt)
+
+
+def _amax_meta(self, dim=(), keepdim=False):
+    _, dims = _axes(self, dim)
+    return empty_meta(_out_shape(self._shape, dims, keepdim), self.dtype)
+
+
+@register("amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", meta=_amax_meta, kind="reduction")
+def amax(self, dim=(), keepdim=False):
+    """Largest value over ``dim`` (all dims by default); gradient splits evenly between ties."""
+    axis, dims = _axes(self, dim)
+    if self.numel() == 0:
+        raise IndexError("amax(): Expected reduction dim to be specified for input.numel() == 0. "
+                         "Specify the reduction dim with the 'dim' argument.")
+    return _finish(np.max(self._np(), axis=axis, keepdims=keepdim), self, axis, dims, keepdim, self.dtype)
+
+
+@register("amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", meta=_amax_meta, kind="reduction")
+def amin(self, dim=(), keepdim=False):
+    """Smallest value over ``dim`` (all dims by default)."""
+    axis, dims = _axes(self, dim)
+    if self.numel() == 0:
+        raise IndexError("amin(): Expected reduction dim to be specified for input.numel() == 0. "
+                         "Specify the reduction dim with the 'dim' argument.")
+    return _finish(np.min(self._np(), axis=axis, keepdims=keepdim), self, axis, dims, keepdim, self.dtype)
+
+
+def _arg_meta(self, dim=None, keepdim=False):
+    if dim is None:
+        return empty_meta((1,) * len(self._shape) if keepdim else (), D.int64)
+    d = wrap_dim(dim, len(self._shape))
+    return empty_meta(_out_shape(self._shape, (d,), keepdim), D.int64)
+
+
+def _argreduce(self, dim, keepdim, fn, name):
+    a = self._np()
+    if self.numel() == 0:
+        raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+    if dim is None:
+        r = fn(a.reshape(-1))
+        if keepdim:
+            return wrap(np.full((1,) * len(self._shape), r, dtype=np.int64), D.int64)
+        return wrap(np.asarray(r, dtype=np.int64), D.int64)
+    d = wrap_dim(dim, len(self._shape))
+    if not self._shape:
+        return wrap(np.zeros((), np.int64), D.int64)
+    return wrap(np.asarray(fn(a, axis=d, keepdims=keepdim), dtype=np.int64), D.int64)
+
+
+@register("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", meta=_arg_meta, kind="reduction")
+def argmax(self, dim=None, keepdim=False):
+    """Index of the largest value (of the flattened tensor when ``dim`` is None); first one on ties."""
+    return _argreduce(self, dim, keepdim, _nan_argmax, "argmax")
+
+
+@register("argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", meta=_arg_meta, kind="reduction")
+def argmin(self, dim=None, keepdim=False):
+    """Index of the smallest value; first one on ties."""
+    return _argreduce(self, dim, keepdim, _nan_argmin, "argmin")
+
+
+def _nan_argmax(a, axis=None, keepdims=False):
+    # NaN counts as the maximum, as in PyTorch; numpy's argmax does the same.
+    return np.argmax(a, axis=axis, keepdims=keepdims)
+
+
+def _nan_argmin(a, axis=None, keepdims=False):
+    return np.argmin(a, axis=axis, keepdims=keepdims)
+
+
+def _maxmin_meta(self, dim=None, keepdim=False):
+    if dim is None:
+        return empty_meta((), self.dtype)
+    if isinstance(dim, _T):
+        from .common import broadcast_two
+        return empty_meta(broadcast_two(self._shape, dim._shape), self.dtype)
+    d = wrap_dim(dim, len(self._shape))
+    shape = _out_shape(self._shape, (d,), keepdim)
+    return max_ret(empty_meta(shape, self.dtype), empty_meta(shape, D.int64))
+
+
+def _maxmin(self, dim, keepdim, reduce, argfn, name, ret):
+    if dim is None:
+        if self.numel() == 0:
+            raise RuntimeError(
+                f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                "reduction dim with the 'dim' argument.")
+        return wrap(np.asarray(reduce(self._np())), self.dtype)
+    d = wrap_dim(dim, len(self._shape))
+    a = self._np()
+    if not self._shape:
+        return ret(wrap(a.copy(), self.dtype), wrap(np.zeros((), np.int64), D.int64))
+    if self._shape[d] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    idx = argfn(a, axis=d, keepdims=True)
+    vals = np.take_along_axis(a, idx, axis=d)
+    if not keepdim:
+        idx = np.squeeze(idx, axis=d)
+        vals = np.squeeze(vals, axis=d)
+    return ret(wrap(vals, self.dtype), wrap(idx.astype(np.int64, copy=False), D.int64))
+
+
+@register("max(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", meta=_maxmin_meta, kind="reduction")
+def max(self, dim=None, keepdim=False):  # noqa: A001
+    """Largest element; with ``dim``, a (values, indices) pair; ``max(a, b)`` is ``maximum``."""
+    if isinstance(dim, _T):
+        from .pointwise import maximum
+        return maximum.cpu(self, dim)
+    return _maxmin(self, dim, keepdim, np.max, np.argmax, "max", max_ret)
+
+
+@register("min(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", meta=_maxmin_meta, kind="reduction")
+def min(self, dim=None, keepdim=False):  # noqa: A001
+    """Smallest element; with ``dim``, a (values, indices) pair; ``min(a, b)`` is ``minimum``."""
+    if isinstance(dim, _T):
+        from .pointwise import minimum
+        return minimum.cpu(self, dim)
+    return _maxmin(self, dim, keepdim, np.min, np.argmin, "min", min_ret)
+
+
+def _lse_meta(self, dim, keepdim=False):
+    _, dims = _axes(self, dim)
+    dt = self.dtype if self.dtype.category == D._FLOAT else D.get_default_dtype()
+    return empty_meta(_out_shape(self._shape, dims, keepdim), dt)
+
+
+@register("logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor", meta=_lse_meta, kind="reduction")
+def logsumexp(self, dim, keepdim=False):
+    """log(sum(exp(x))) over ``dim``, computed stably by subtracting the max first."""
+    axis, dims = _axes(self, dim)
+    dt = self.dtype if self.dtype.category == D._FLOAT else D.get_default_dtype()
+    a = self._np().astype(dt.np, copy=False)
+    if a.size == 0:
+        r = np.log(np.sum(np.exp(a), axis=axis, keepdims=keepdim))
+        return _finish(r, self, axis, dims, keepdim, dt)
+    m = np.max(a, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    with np.errstate(divide="ignore"):
+        r = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
+    if not keepdim:
+        r = np.squeeze(r, axis=axis) if axis is not None else r.reshape(())
+    return _finish(r, self, axis, dims, keepdim, dt)
+
+
+def _bool_meta(self, dim=None, keepdim=False):
+    _, dims = _axes(self, dim)
+    return empty_meta(_out_shape(self._shape, dims, keepdim), D.bool_ if self.dtype is not D.uint8 else D.uint8)
+
+
+@register("all(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor", meta=_bool_meta, kind="reduction")
+def all(self, dim=None, keepdim=False):  # noqa: A001
+    """True where every element over ``dim`` is non-zero."""
+    axis, dims = _axes(self, dim)
+    return _finish(np.all(self._np(), axis=axis, keepdims=keepdim), self, axis, dims, keepdim, D.bool_)
+
+
+@register("any(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor", meta=_bool_meta, kind="reduction")
+def any(self, dim=None, keepdim=False):  # noqa: A001
+    """True where some element over ``dim`` is non-zero."""
+    axis, dims = _axes(self, dim)
+    return _finish(np.any(self._np(), axis=axis, keepdims=keepdim), self, axis, dims, keepdim, D.bool_)
+
+
+@register("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", meta=None, kind="reduction")
+def cumsum(self, dim, dtype=None):
+    """Running sum along ``dim``."""
+    dt = _sum_dtype(self, dtype)
+    d = wrap_dim(dim, len(self._shape))
+    a = self._np()
+    return wrap(np.cumsum(a, axis=d, dtype=dt.np) if self._shape else a.astype(dt.np), dt)
+
+
+def _cumsum_meta(self, dim, dtype=None):
+    wrap_dim(dim, len(self._shape))
+    return empty_meta(self._shape, _sum_dtype(self, dtype))
+
+
+cumsum.meta = _cumsum_meta
+
+
+def _install(tensor_cls):
+    global _T
+    _T = tensor_cls

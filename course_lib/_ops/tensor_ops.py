@@ -1,0 +1,563 @@
+"""Copies, joins, casts, in-place writes, indexing and softmax.
+
+In PyTorch: ``aten/src/ATen/native/TensorShape.cpp`` (cat, stack),
+``Copy.cpp`` (copy_), ``TensorConversions.cpp`` (to), ``TensorAdvancedIndexing.cpp``
+(index, index_put_), ``torch/csrc/autograd/python_variable_indexing.cpp``
+(how ``x[...]`` is turned into select/slice/unsqueeze/index calls) and
+``SoftMax.cpp``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype as D
+from .common import broadcast_shapes, broadcast_two, contiguous_strides, empty_meta, result_type, wrap, wrap_dim
+from .registry import OPS, OpDef, register
+
+_T = None
+
+
+def _dispatch(name, *args):
+    from .dispatcher import dispatch
+    return dispatch(OPS[name], args)
+
+
+# ---------------------------------------------------------------------------
+# copies
+# ---------------------------------------------------------------------------
+def _clone_meta(self, memory_format="preserve_format"):
+    return empty_meta(self._shape, self.dtype)
+
+
+@register("clone(Tensor self, *, MemoryFormat? memory_format=preserve_format) -> Tensor", meta=_clone_meta)
+def clone(self, memory_format="preserve_format"):
+    """A copy with its own storage; a dense tensor keeps its stride order (preserve_format)."""
+    a = self._np()
+    if memory_format == "contiguous_format" or a.flags.c_contiguous:
+        return wrap(np.array(a, order="C", copy=True), self.dtype)
+    r = np.array(a, order="K", copy=True)
+    flat = r.ravel(order="K")
+    if not np.shares_memory(flat, r):
+        return wrap(np.ascontiguousarray(r), self.dtype)
+    from .._storage import Storage
+    isz = self.dtype.itemsize
+    t = _T._make(Storage(flat, self.dtype), 0, r.shape, tuple(s // isz for s in r.strides), self.dtype)
+    t._npc = r
+    return t
+
+
+@register("contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)",
+          kind="composite")
+def contiguous(self, memory_format="contiguous_format"):
+    """``self`` if already contiguous, else a contiguous copy."""
+    if self.is_contiguous():
+        return self
+    return _dispatch("clone", self, "contiguous_format")
+
+
+def _to_copy_meta(self, dtype=None, device=None):
+    return empty_meta(self._shape, dtype or self.dtype) if device in (None, "meta") else _to_copy(self, dtype, device)
+
+
+@register("_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor", variants=(),
+          meta=_to_copy_meta)
+def _to_copy(self, dtype=None, device=None):
+    """A copy converted to ``dtype`` and/or moved to ``device``."""
+    dt = dtype or self.dtype
+    if device == "meta":
+        return empty_meta(self._shape, dt)
+    if self._storage.data is None:
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    return wrap(self._np().astype(dt.np, copy=True), dt)
+
+
+# ---------------------------------------------------------------------------
+# in-place writes
+# ---------------------------------------------------------------------------
+def can_cast(src: D.dtype, dst: D.dtype) -> bool:
+    """PyTorch's ``canCast``: no float -> integer, no non-bool -> bool."""
+    if src.category == D._FLOAT and dst.category != D._FLOAT:
+        return False
+    if src is not D.bool_ and dst is D.bool_:
+        return False
+    return True
+
+
+def check_inplace(self, shape: tuple, dtype: D.dtype) -> None:
+    """The checks every in-place op makes before writing into ``self``."""
+    if shape != self._shape and broadcast_two(self._shape, shape) != self._shape:
+        raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape "
+                           f"{list(broadcast_shapes(self._shape, shape))}")
+    if not can_cast(dtype, self.dtype):
+        raise RuntimeError(f"result type {dtype._tensor_name} can't be cast to the desired output type "
+                           f"{self.dtype._tensor_name}")
+
+
+def write_inplace(self, result) -> None:
+    """Copy ``result``'s values into ``self``'s storage (through any view) and bump its version."""
+    check_inplace(self, result._shape, result.dtype)
+    if self._storage.data is not None:
+        np.copyto(self._np(), result._np(), casting="unsafe")
+    self._vc.value += 1
+
+
+def make_inplace(op: OpDef) -> OpDef:
+    """Register ``op_`` (e.g. ``add_``): compute ``op`` out of place, then write into ``self``."""
+    schema = op.schema.replace(f"{op.name}(Tensor self", f"{op.inplace}(Tensor(a!) self", 1)
+    schema = schema.rsplit("->", 1)[0] + "-> Tensor(a!)"
+    out_kernel = op.cpu
+    out_meta = op.meta
+
+    def kernel(self, *args):
+        write_inplace(self, out_kernel(self, *args))
+        return self
+
+    def meta(self, *args):
+        r = out_meta(self, *args)
+        check_inplace(self, r._shape, r.dtype)
+        return self
+
+    kernel.__name__ = op.inplace
+    kernel.__doc__ = f"In-place version of ``{op.name}``: writes the result into ``self``."
+    new = register(schema, meta=meta, variants=("method",), kind=op.kind, is_inplace=True)(kernel)
+    new.functional = op
+    return new
+
+
+def _copy_meta(self, src, non_blocking=False):
+    check_inplace(self, src._shape if isinstance(src, _T) else (), self.dtype)
+    return self
+
+
+@register("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)", variants=("method",),
+          meta=_copy_meta, is_inplace=True)
+def copy_(self, src, non_blocking=False):
+    """Copy ``src``'s values (broadcast and cast) into ``self``."""
+    if isinstance(src, _T):
+        if src._shape != self._shape and broadcast_two(self._shape, src._shape) != self._shape:
+            raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape "
+                               f"{list(broadcast_shapes(self._shape, src._shape))}")
+        if src._storage.data is None:
+            raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+        np.copyto(self._np(), src._np(), casting="unsafe")
+    else:
+        self._np()[...] = src
+    self._vc.value += 1
+    return self
+
+
+@register("fill_(Tensor(a!) self, Scalar value) -> Tensor(a!)", variants=("method",), is_inplace=True,
+          meta=lambda self, value: self)
+def fill_(self, value):
+    """Set every element to ``value``."""
+    if isinstance(value, _T):
+        if value._shape:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{len(value._shape)} dimensions.")
+        value = value.item()
+    self._np()[...] = value
+    self._vc.value += 1
+    return self
+
+
+@register("zero_(Tensor(a!) self) -> Tensor(a!)", variants=("method",), is_inplace=True, meta=lambda self: self)
+def zero_(self):
+    """Set every element to zero."""
+    self._np()[...] = 0
+    self._vc.value += 1
+    return self
+
+
+def _masked_fill_meta(self, mask, value):
+    broadcast_two(self._shape, mask._shape)
+    return empty_meta(self._shape, self.dtype)
+
+
+@register("masked_fill(Tensor self, Tensor mask, Scalar value) -> Tensor", meta=_masked_fill_meta,
+          inplace="masked_fill_")
+def masked_fill(self, mask, value):
+    """A copy with ``value`` where ``mask`` is True."""
+    if mask.dtype is not D.bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{mask.dtype._tensor_name}")
+    if broadcast_two(self._shape, mask._shape) != self._shape:
+        raise RuntimeError(f"The size of tensor a ({self._shape}) must match mask")
+    if isinstance(value, _T):
+        value = value.item()
+    return wrap(np.where(mask._np(), np.asarray(value).astype(self.dtype.np), self._np()), self.dtype)
+
+
+# ---------------------------------------------------------------------------
+# joining
+# ---------------------------------------------------------------------------
+def _cat_check(tensors, dim):
+    if len(tensors) == 0:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    ref = next((t for t in tensors if not (len(t._shape) == 1 and t._shape[0] == 0)), tensors[0])
+    nd = len(ref._shape)
+    if nd == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = wrap_dim(dim, nd)
+    for i, t in enumerate(tensors):
+        if len(t._shape) == 1 and t._shape[0] == 0:
+            continue  # legacy: empty 1-D tensors are skipped
+        if len(t._shape) != nd:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and {len(t._shape)}")
+        for j in range(nd):
+            if j != d and t._shape[j] != ref._shape[j]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
+                                   f"{ref._shape[j]} but got size {t._shape[j]} for tensor number {i} in the list.")
+    return d, result_type(*[t for t in tensors])
+
+
+def _cat_meta(tensors, dim=0):
+    d, dt = _cat_check(tensors, dim)
+    parts = [t for t in tensors if not (len(t._shape) == 1 and t._shape[0] == 0)] or [tensors[0]]
+    shape = list(parts[0]._shape)
+    shape[d] = sum(t._shape[d] for t in parts)
+    return empty_meta(tuple(shape), dt)
+
+
+@register("cat(Tensor[] tensors, int dim=0) -> Tensor", meta=_cat_meta, variants=("function",))
+def cat(tensors, dim=0):
+    """Join tensors along an existing dim (their dtypes are promoted)."""
+    d, dt = _cat_check(tensors, dim)
+    arrs = [t._np() for t in tensors if not (len(t._shape) == 1 and t._shape[0] == 0)]
+    if not arrs:
+        return wrap(np.zeros((0,), dt.np), dt)
+    return wrap(np.concatenate(arrs, axis=d, dtype=dt.np), dt)
+
+
+def _stack_check(tensors, dim):
+    if len(tensors) == 0:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    s0 = tensors[0]._shape
+    for i, t in enumerate(tensors):
+        if t._shape != s0:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} at entry 0 and "
+                               f"{list(t._shape)} at entry {i}")
+    return wrap_dim(dim, len(s0) + 1), result_type(*tensors)
+
+
+def _stack_meta(tensors, dim=0):
+    d, dt = _stack_check(tensors, dim)
+    s0 = tensors[0]._shape
+    return empty_meta(s0[:d] + (len(tensors),) + s0[d:], dt)
+
+
+@register("stack(Tensor[] tensors, int dim=0) -> Tensor", meta=_stack_meta, variants=("function",))
+def stack(tensors, dim=0):
+    """Join equal-shaped tensors along a new dim."""
+    d, dt = _stack_check(tensors, dim)
+    return wrap(np.stack([t._np() for t in tensors], axis=d, dtype=dt.np), dt)
+
+
+# ---------------------------------------------------------------------------
+# gathering
+# ---------------------------------------------------------------------------
+def _index_arrays(self, indices):
+    """numpy index tuple for ``index``: None entries become full slices; bounds checked like PyTorch."""
+    out = []
+    dim = 0
+    for idx in indices:
+        if idx is None:
+            out.append(_FULL)
+            dim += 1
+            continue
+        a = idx._np()
+        if idx.dtype is D.bool_ or idx.dtype is D.uint8 and False:
+            for k, s in enumerate(a.shape):
+                if dim + k >= len(self._shape) or self._shape[dim + k] != s:
+                    raise IndexError(f"The shape of the mask {list(a.shape)} at index {k} does not match the shape "
+                                     f"of the indexed tensor {list(self._shape)} at index {dim + k}")
+            out.append(a)
+            dim += a.ndim
+            continue
+        if idx.dtype.category != D._INT:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        n = self._shape[dim] if dim < len(self._shape) else 0
+        if dim >= len(self._shape):
+            raise IndexError(f"too many indices for tensor of dimension {len(self._shape)}")
+        if a.size:
+            lo, hi = a.min(), a.max()
+            if hi >= n or lo < -n:
+                bad = hi if hi >= n else lo
+                raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
+        out.append(a)
+        dim += 1
+    return tuple(out)
+
+
+import builtins as _b  # noqa: E402
+
+_FULL = _b.slice(None)
+
+
+def _index_meta(self, indices):
+    dummy = np.broadcast_to(np.zeros((), self.dtype.np), self._shape)
+    return empty_meta(dummy[_index_arrays(self, indices)].shape, self.dtype)
+
+
+@register("index(Tensor self, Tensor?[] indices) -> Tensor", variants=(), meta=_index_meta)
+def index(self, indices):
+    """Advanced indexing (integer or bool tensors): always a copy."""
+    return wrap(np.array(self._np()[_index_arrays(self, indices)]), self.dtype)
+
+
+def _index_put_meta(self, indices, values, accumulate=False):
+    return self
+
+
+@register("index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)",
+          variants=("method",), meta=_index_put_meta, is_inplace=True)
+def index_put_(self, indices, values, accumulate=False):
+    """``self[indices] = values`` (or ``+=`` with ``accumulate``, adding repeated indices up)."""
+    idx = _index_arrays(self, indices)
+    v = values._np() if isinstance(values, _T) else values
+    a = self._np()
+    if accumulate:
+        np.add.at(a, idx, v)
+    else:
+        a[idx] = v
+    self._vc.value += 1
+    return self
+
+
+@register("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
+          variants=(), meta=lambda self, indices, values, accumulate=False: empty_meta(self._shape, self.dtype))
+def index_put(self, indices, values, accumulate=False):
+    """Out-of-place ``index_put_`` (used by autograd for the backward of ``index``)."""
+    r = clone.cpu(self, "contiguous_format")
+    index_put_.cpu(r, indices, values, accumulate)
+    r._vc.value = 0
+    return r
+
+
+def _gather_meta(self, dim, index):
+    return empty_meta(index._shape, self.dtype)
+
+
+@register("gather(Tensor self, int dim, Tensor index) -> Tensor", meta=_gather_meta)
+def gather(self, dim, index):
+    """out[i][j] = self[index[i][j]][j] (for dim 0): pick along ``dim`` by ``index``."""
+    d = wrap_dim(dim, len(self._shape))
+    if index.dtype is not D.int64:
+        raise RuntimeError("gather(): Expected dtype int64 for index")
+    return wrap(np.take_along_axis(self._np(), index._np(), axis=d), self.dtype)
+
+
+@register("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
+          meta=lambda self, dim, index, src: empty_meta(self._shape, self.dtype))
+def scatter_add(self, dim, index, src):
+    """A copy of ``self`` with ``src`` added at ``index`` along ``dim`` (backward of ``gather``)."""
+    d = wrap_dim(dim, len(self._shape))
+    out = np.array(self._np(), copy=True)
+    idx = index._np()
+    grids = list(np.indices(idx.shape, sparse=True))
+    grids[d] = idx
+    np.add.at(out, tuple(grids), src._np()[tuple(_b.slice(0, s) for s in idx.shape)])
+    return wrap(out, self.dtype)
+
+
+@register("index_select(Tensor self, int dim, Tensor index) -> Tensor",
+          meta=lambda self, dim, index: empty_meta(
+              self._shape[:wrap_dim(dim, len(self._shape))] + index._shape
+              + self._shape[wrap_dim(dim, len(self._shape)) + 1:], self.dtype))
+def index_select(self, dim, index):
+    """Rows (or slices along ``dim``) picked by a 1-D index tensor."""
+    d = wrap_dim(dim, len(self._shape))
+    return wrap(np.take(self._np(), index._np(), axis=d), self.dtype)
+
+
+@register("nonzero(Tensor self) -> Tensor", variants=("function", "method"))
+def nonzero(self):
+    """Indices of the non-zero elements, one row each: shape (count, ndim), int64."""
+    return wrap(np.argwhere(self._np()).astype(np.int64), D.int64)
+
+
+def _tri_meta(self, diagonal=0):
+    return empty_meta(self._shape, self.dtype)
+
+
+@register("tril(Tensor self, int diagonal=0) -> Tensor", meta=_tri_meta)
+def tril(self, diagonal=0):
+    """Lower triangle (the rest zero) of the last two dims."""
+    return wrap(np.tril(self._np(), diagonal), self.dtype)
+
+
+@register("triu(Tensor self, int diagonal=0) -> Tensor", meta=_tri_meta)
+def triu(self, diagonal=0):
+    """Upper triangle (the rest zero) of the last two dims."""
+    return wrap(np.triu(self._np(), diagonal), self.dtype)
+
+
+@register("flip(Tensor self, int[] dims) -> Tensor", meta=lambda self, dims: empty_meta(self._shape, self.dtype))
+def flip(self, dims):
+    """A copy reversed along ``dims``."""
+    ds = tuple(wrap_dim(d, len(self._shape)) for d in dims)
+    return wrap(np.flip(self._np(), ds).copy(), self.dtype)
+
+
+# ---------------------------------------------------------------------------
+# softmax
+# ---------------------------------------------------------------------------
+def _softmax_dtype(self, dtype, name):
+    if dtype is not None:
+        return dtype
+    if self.dtype.category != D._FLOAT:
+        raise NotImplementedError(f"\"{name}_lastdim_kernel_impl\" not implemented for '{self.dtype._tensor_name}'")
+    return self.dtype
+
+
+def _softmax_meta(self, dim, dtype=None):
+    wrap_dim(dim, len(self._shape))
+    return empty_meta(self._shape, _softmax_dtype(self, dtype, "softmax"))
+
+
+@register("softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", meta=_softmax_meta)
+def softmax(self, dim, dtype=None):
+    """exp(x) / sum(exp(x)) along ``dim``, computed stably (the max is subtracted first)."""
+    dt = _softmax_dtype(self, dtype, "softmax")
+    d = wrap_dim(dim, len(self._shape))
+    a = self._np().astype(dt.np, copy=False)
+    if not self._shape:
+        return wrap(np.ones((), dt.np), dt)
+    e = np.exp(a - a.max(axis=d, keepdims=True)) if a.size else a.copy()
+    e /= e.sum(axis=d, keepdims=True)
+    return wrap(e, dt)
+
+
+@register("log_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", meta=_softmax_meta)
+def log_softmax(self, dim, dtype=None):
+    """x - logsumexp(x) along ``dim``."""
+    dt = _softmax_dtype(self, dtype, "log_softmax")
+    d = wrap_dim(dim, len(self._shape))
+    a = self._np().astype(dt.np, copy=False)
+    if not self._shape:
+        return wrap(np.zeros((), dt.np), dt)
+    if not a.size:
+        return wrap(a.copy(), dt)
+    s = a - a.max(axis=d, keepdims=True)
+    s -= np.log(np.exp(s).sum(axis=d, keepdims=True))
+    return wrap(s, dt)
+
+
+# ---------------------------------------------------------------------------
+# x[...] and x[...] = v
+# ---------------------------------------------------------------------------
+def _as_index_tensor(obj):
+    from .._creation import tensor
+    if isinstance(obj, _T):
+        return obj
+    if isinstance(obj, np.ndarray):
+        return wrap(np.asarray(obj, dtype=np.int64 if obj.dtype.kind in "iu" else obj.dtype))
+    return tensor(obj)
+
+
+def _is_advanced(obj) -> bool:
+    return isinstance(obj, (_T, list, np.ndarray)) or (isinstance(obj, tuple) and False)
+
+
+def apply_slicing(self, index):
+    """Basic indexing as a chain of view ops; returns (view, advanced index list or None)."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    # how many dims the index items consume (None and ... consume none)
+    consumed = 0
+    for it in index:
+        if it is None or it is Ellipsis:
+            continue
+        if isinstance(it, _T) and it.dtype is D.bool_:
+            consumed += max(len(it._shape), 1)
+        elif isinstance(it, bool):
+            continue
+        else:
+            consumed += 1
+    nd = len(self._shape)
+    if consumed > nd:
+        raise IndexError(f"too many indices for tensor of dimension {nd}")
+    result = self
+    dim = 0
+    advanced = []
+    has_adv = False
+    for it in index:
+        if it is None:
+            result = _dispatch("unsqueeze", result, dim)
+            advanced.append(None)
+            dim += 1
+        elif it is Ellipsis:
+            skip = nd - consumed
+            advanced.extend([None] * skip)
+            dim += skip
+        elif isinstance(it, bool):
+            result = _dispatch("unsqueeze", result, dim)
+            if not it:
+                result = _dispatch("narrow", result, dim, 0, 0)
+            advanced.append(None)
+            dim += 1
+        elif isinstance(it, (int, np.integer)) or (isinstance(it, _T) and not it._shape
+                                                    and it.dtype.category == D._INT):
+            i = int(it)
+            n = result._shape[dim]
+            if i < -n or i >= n:
+                raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {n}")
+            result = _dispatch("select", result, dim, i)
+        elif isinstance(it, _b.slice):
+            step = 1 if it.step is None else int(it.step)
+            if step <= 0:
+                raise ValueError("step must be greater than zero")
+            start = None if it.start is None else int(it.start)
+            stop = None if it.stop is None else int(it.stop)
+            if not (start in (None, 0) and stop is None and step == 1):
+                result = _dispatch("slice", result, dim, start, stop, step)
+            advanced.append(None)
+            dim += 1
+        elif _is_advanced(it):
+            t = _as_index_tensor(it)
+            advanced.append(t)
+            has_adv = True
+            dim += max(len(t._shape), 1) if t.dtype is D.bool_ else 1
+        else:
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
+                             f"valid indices (got {type(it).__name__})")
+    if not has_adv:
+        return result, None
+    while advanced and advanced[-1] is None:
+        advanced.pop()
+    return result, advanced
+
+
+def getitem(self, index):
+    """``self[index]``: views for ints, slices, None and ...; a copy when a tensor/list index is present."""
+    if isinstance(index, (int, np.integer)) and not isinstance(index, bool) and self._shape:
+        i = int(index)
+        n = self._shape[0]
+        if i < -n or i >= n:
+            raise IndexError(f"index {i} is out of bounds for dimension 0 with size {n}")
+        return _dispatch("select", self, 0, i)
+    result, advanced = apply_slicing(self, index)
+    if advanced is None:
+        if result is self:
+            return _dispatch("alias", self)
+        return result
+    return _dispatch("index", result, advanced)
+
+
+def setitem(self, index, value):
+    """``self[index] = value``: write through a view, or ``index_put_`` for tensor indices."""
+    view, advanced = apply_slicing(self, index)
+    if advanced is None:
+        if isinstance(value, _T):
+            _dispatch("copy_", view, value)
+        else:
+            _dispatch("fill_", view, value)
+        return
+    if not isinstance(value, _T):
+        from .._creation import tensor
+        value = tensor(value, dtype=self.dtype)
+    _dispatch("index_put_", view, advanced, value, False)
+
+
+def _install(tensor_cls):
+    global _T
+    _T = tensor_cls

@@ -1,0 +1,790 @@
+"""Derivative formulas, one per op: course_lib's ``derivatives.yaml``.
+
+In PyTorch: ``tools/autograd/derivatives.yaml``, e.g.::
+
+    - name: mul.Tensor(Tensor self, Tensor other) -> Tensor
+      self: mul_tensor_backward(grad, other, self.scalar_type())
+      other: mul_tensor_backward(grad, self, other.scalar_type())
+
+Here each entry names the op, the node class (``MulBackward0``), what to save
+(and for which input's gradient it is needed), and the formula.  A formula gets
+``ctx`` (the node: ``ctx.self``, ``ctx.other``, ``ctx.result``, ``ctx.dim``, ...
+are the saved values; ``ctx.needs_input_grad`` says which gradients are wanted)
+and the incoming gradient, and returns one gradient per tensor input.
+
+Formulas are written with course_lib ops, so when ``create_graph=True`` the
+backward pass is itself recorded and can be differentiated again.
+Broadcasting is undone for you: a gradient of a larger shape is summed back to
+its input's shape after the formula runs.
+"""
+from __future__ import annotations
+
+import math
+
+from .._ops.registry import OPS
+from .variable_type import Derivative, autograd_kernel, sum_to_size
+
+ALL = None  # "save this for every input's gradient"
+
+
+def derivative(op_name: str, node_name, save: dict | None = None):
+    """Declare the derivative of ``op_name``.
+
+    ``node_name`` is the name of the node class, or a function of the op's arguments
+    returning one (PyTorch numbers overloads: ``SumBackward0`` for ``sum()``,
+    ``SumBackward1`` for ``sum(dim)``).
+    """
+    op = OPS[op_name]
+
+    def deco(formula):
+        names = {a.name for a in op.args}
+        s = {}
+        for k, users in (save or {}).items():
+            s[k] = users
+        # non-tensor arguments are cheap: always keep them
+        for a in op.args:
+            if not a.is_tensor and not a.is_tensor_list and a.name not in s:
+                s[a.name] = ALL
+        if callable(node_name):
+            specs = {}
+
+            def kernel(op_, args, _specs=specs):
+                name = node_name(*args)
+                d = _specs.get(name)
+                if d is None:
+                    d = _specs[name] = Derivative(op, name, s, formula)
+                op.autograd_spec = d
+                return autograd_kernel(op_, args)
+            op.autograd_spec = Derivative(op, node_name(*_example_args(op)), s, formula)
+            op.autograd = kernel
+        else:
+            op.autograd_spec = Derivative(op, node_name, s, formula)
+            op.autograd = autograd_kernel
+        assert names >= {k for k in s if k != "result"}, (op_name, s)
+        return formula
+    return deco
+
+
+def _example_args(op):
+    return [None] * len(op.args)
+
+
+def _shape(ctx, name):
+    return ctx._input_meta[_input_index(ctx, name)][0]
+
+
+def _input_index(ctx, name):
+    op = ctx._deriv.op
+    k = 0
+    for i in op.tensor_pos:
+        if op.args[i].name == name:
+            return k
+        k += 1
+    raise KeyError(name)
+
+
+def _need(ctx, name) -> bool:
+    return ctx.needs_input_grad[_input_index(ctx, name)]
+
+
+# ---------------------------------------------------------------------------
+# arithmetic
+# ---------------------------------------------------------------------------
+@derivative("add", "AddBackward0")
+def _add(ctx, g):
+    a = ctx.alpha
+    return g, (g if a == 1 else g * a)
+
+
+@derivative("sub", "SubBackward0")
+def _sub(ctx, g):
+    a = ctx.alpha
+    return g, (-g if a == 1 else g * -a)
+
+
+@derivative("rsub", lambda self, other, alpha=1: "RsubBackward1" if not hasattr(other, "_shape") else "RsubBackward0")
+def _rsub(ctx, g):
+    a = ctx.alpha
+    return (-g if a == 1 else g * -a), g
+
+
+@derivative("mul", "MulBackward0", save={"self": ("other",), "other": ("self",)})
+def _mul(ctx, g):
+    n = ctx.needs_input_grad
+    return (g * ctx.other if n[0] else None), (g * ctx.self if n[1] else None)
+
+
+@derivative("div", lambda self, other, rounding_mode=None: "DivBackward0" if rounding_mode is None else "DivBackward3",
+            save={"self": ("other",), "other": ALL})
+def _div(ctx, g):
+    if ctx.rounding_mode is not None:
+        return g * 0, (g * 0 if ctx.needs_input_grad[1] else None)
+    n = ctx.needs_input_grad
+    other = ctx.other
+    return (g / other if n[0] else None), (-g * ctx.self / (other * other) if n[1] else None)
+
+
+@derivative("pow", lambda self, exponent: "PowBackward1" if hasattr(exponent, "_shape") else "PowBackward0",
+            save={"self": ALL, "exponent": ALL, "result": ("exponent",)})
+def _pow(ctx, g):
+    n = ctx.needs_input_grad
+    e = ctx.exponent
+    x = ctx.self
+    gs = ge = None
+    if n[0]:
+        if isinstance(e, (int, float)):
+            gs = g * 0 if e == 0 else g * e * (x ** (e - 1) if e != 2 else x)
+        else:
+            gs = g * e * x ** (e - 1)
+    if len(n) > 1 and n[1]:
+        r = ctx.result
+        ge = g * r * x.log()
+        ge = ge.masked_fill((x == 0) & (e >= 0), 0.0)
+    return gs, ge
+
+
+@derivative("neg", "NegBackward0")
+def _neg(ctx, g):
+    return -g
+
+
+@derivative("abs", "AbsBackward0", save={"self": ALL})
+def _abs(ctx, g):
+    return g * ctx.self.sign()
+
+
+@derivative("reciprocal", "ReciprocalBackward0", save={"result": ALL})
+def _reciprocal(ctx, g):
+    r = ctx.result
+    return -g * r * r
+
+
+@derivative("square", "PowBackward0", save={"self": ALL})
+def _square(ctx, g):
+    return g * 2 * ctx.self
+
+
+@derivative("maximum", "MaximumBackward0", save={"self": ALL, "other": ALL})
+def _maximum(ctx, g):
+    a, b = ctx.self, ctx.other
+    m = (a > b).to(g.dtype) + (a == b).to(g.dtype) * 0.5
+    return g * m, g * (1 - m)
+
+
+@derivative("minimum", "MinimumBackward0", save={"self": ALL, "other": ALL})
+def _minimum(ctx, g):
+    a, b = ctx.self, ctx.other
+    m = (a < b).to(g.dtype) + (a == b).to(g.dtype) * 0.5
+    return g * m, g * (1 - m)
+
+
+@derivative("clamp", "ClampBackward1", save={"self": ALL})
+def _clamp(ctx, g):
+    x = ctx.self
+    lo, hi = ctx.min, ctx.max
+    mask = None
+    if lo is not None:
+        mask = x >= lo
+    if hi is not None:
+        m2 = x <= hi
+        mask = m2 if mask is None else mask & m2
+    return g * mask
+
+
+@derivative("where", "WhereBackward0", save={"condition": ALL})
+def _where(ctx, g):
+    c = ctx.condition
+    n = ctx.needs_input_grad
+    zero = g * 0
+    import course_lib as _cl
+    return None, (_cl.where(c, g, zero) if n[1] else None), (_cl.where(c, zero, g) if n[2] else None)
+
+
+@derivative("lerp", "LerpBackward1", save={"self": ("weight",), "end": ("weight",), "weight": ALL})
+def _lerp(ctx, g):
+    w = ctx.weight
+    n = ctx.needs_input_grad
+    gw = g * (ctx.end - ctx.self) if len(n) > 2 and n[2] else None
+    return g * (1 - w), g * w, gw
+
+
+@derivative("atan2", "Atan2Backward0", save={"self": ALL, "other": ALL})
+def _atan2(ctx, g):
+    a, b = ctx.self, ctx.other
+    d = a * a + b * b
+    return g * b / d, -g * a / d
+
+
+# ---------------------------------------------------------------------------
+# unary math
+# ---------------------------------------------------------------------------
+def _unary(name, node, save_result=False):
+    def deco(fn):
+        return derivative(name, node, save={"result": ALL} if save_result else {"self": ALL})(fn)
+    return deco
+
+
+@_unary("exp", "ExpBackward0", save_result=True)
+def _exp(ctx, g):
+    return g * ctx.result
+
+
+@_unary("exp2", "Exp2Backward0", save_result=True)
+def _exp2(ctx, g):
+    return g * ctx.result * math.log(2.0)
+
+
+@_unary("expm1", "Expm1Backward0", save_result=True)
+def _expm1(ctx, g):
+    return g * (ctx.result + 1)
+
+
+@_unary("log", "LogBackward0")
+def _log(ctx, g):
+    return g / ctx.self
+
+
+@_unary("log2", "Log2Backward0")
+def _log2(ctx, g):
+    return g / (ctx.self * math.log(2.0))
+
+
+@_unary("log10", "Log10Backward0")
+def _log10(ctx, g):
+    return g / (ctx.self * math.log(10.0))
+
+
+@_unary("log1p", "Log1PBackward0")
+def _log1p(ctx, g):
+    return g / (ctx.self + 1)
+
+
+@_unary("sqrt", "SqrtBackward0", save_result=True)
+def _sqrt(ctx, g):
+    return g / (2 * ctx.result)
+
+
+@_unary("rsqrt", "RsqrtBackward0", save_result=True)
+def _rsqrt(ctx, g):
+    r = ctx.result
+    return -0.5 * g * r * r * r
+
+
+@_unary("sin", "SinBackward0")
+def _sin(ctx, g):
+    return g * ctx.self.cos()
+
+
+@_unary("cos", "CosBackward0")
+def _cos(ctx, g):
+    return -g * ctx.self.sin()
+
+
+@_unary("tan", "TanBackward0", save_result=True)
+def _tan(ctx, g):
+    r = ctx.result
+    return g * (1 + r * r)
+
+
+@_unary("asin", "AsinBackward0")
+def _asin(ctx, g):
+    x = ctx.self
+    return g * (1 - x * x).rsqrt()
+
+
+@_unary("acos", "AcosBackward0")
+def _acos(ctx, g):
+    x = ctx.self
+    return -g * (1 - x * x).rsqrt()
+
+
+@_unary("atan", "AtanBackward0")
+def _atan(ctx, g):
+    x = ctx.self
+    return g / (1 + x * x)
+
+
+@_unary("sinh", "SinhBackward0")
+def _sinh(ctx, g):
+    return g * ctx.self.cosh()
+
+
+@_unary("cosh", "CoshBackward0")
+def _cosh(ctx, g):
+    return g * ctx.self.sinh()
+
+
+@_unary("tanh", "TanhBackward0", save_result=True)
+def _tanh(ctx, g):
+    r = ctx.result
+    return g * (1 - r * r)
+
+
+@_unary("sigmoid", "SigmoidBackward0", save_result=True)
+def _sigmoid(ctx, g):
+    r = ctx.result
+    return g * r * (1 - r)
+
+
+@_unary("relu", "ReluBackward0", save_result=True)
+def _relu(ctx, g):
+    return g * (ctx.result > 0)
+
+
+@_unary("erf", "ErfBackward0")
+def _erf(ctx, g):
+    x = ctx.self
+    return g * (2.0 / math.sqrt(math.pi)) * (-(x * x)).exp()
+
+
+def _zero_grad(name, node):
+    @derivative(name, node)
+    def _z(ctx, g):
+        return g * 0
+    return _z
+
+
+for _n, _node in (("floor", "FloorBackward0"), ("ceil", "CeilBackward0"), ("round", "RoundBackward0"),
+                  ("trunc", "TruncBackward0"), ("sign", "SignBackward0")):
+    _zero_grad(_n, _node)
+
+
+@derivative("frac", "FracBackward0")
+def _frac(ctx, g):
+    return g
+
+
+# ---------------------------------------------------------------------------
+# reductions
+# ---------------------------------------------------------------------------
+def _reduced_dims(shape, dim):
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return tuple(range(len(shape)))
+    if isinstance(dim, int):
+        dim = (dim,)
+    n = len(shape) or 1
+    return tuple(sorted(d % n for d in dim)) if shape else ()
+
+
+def _unreduce(g, shape, dim, keepdim):
+    """Put back the reduced dims of ``g`` (as size 1) so it broadcasts against the input."""
+    if keepdim or not shape:
+        return g
+    for d in _reduced_dims(shape, dim):
+        g = g.unsqueeze(d)
+    return g
+
+
+@derivative("sum", lambda self, dim=None, keepdim=False, dtype=None: "SumBackward0" if dim is None else "SumBackward1")
+def _sum(ctx, g):
+    shape = _shape(ctx, "self")
+    return _unreduce(g, shape, ctx.dim, ctx.keepdim).expand(shape)
+
+
+@derivative("mean", lambda self, dim=None, keepdim=False, dtype=None: "MeanBackward0" if dim is None else "MeanBackward1")
+def _mean(ctx, g):
+    shape = _shape(ctx, "self")
+    n = 1
+    for d in _reduced_dims(shape, ctx.dim):
+        n *= shape[d]
+    return _unreduce(g, shape, ctx.dim, ctx.keepdim).expand(shape) / n
+
+
+@derivative("prod", lambda self, dim=None, keepdim=False, dtype=None: "ProdBackward0" if dim is None else "ProdBackward1",
+            save={"self": ALL, "result": ALL})
+def _prod(ctx, g):
+    x = ctx.self
+    shape = x._shape
+    r = _unreduce(ctx.result, shape, ctx.dim, ctx.keepdim)
+    gg = _unreduce(g, shape, ctx.dim, ctx.keepdim)
+    # product of the others = result / x where x != 0 (zeros are rare in practice; handled exactly below)
+    if not bool((x == 0).any()):
+        return gg * r / x
+    import course_lib as _cl
+    dims = _reduced_dims(shape, ctx.dim)
+    flat_d = dims[0] if ctx.dim is not None else None
+    if flat_d is None:
+        xs = x.reshape(-1)
+        others = _cl.stack([_cl.cat([xs[:i], xs[i + 1:]]).prod() for i in range(xs.numel())]).reshape(shape)
+        return g * others
+    n = shape[flat_d]
+    parts = []
+    for i in range(n):
+        rest = _cl.cat([x.narrow(flat_d, 0, i), x.narrow(flat_d, i + 1, n - i - 1)], flat_d)
+        parts.append(rest.prod(flat_d, keepdim=True))
+    return gg * _cl.cat(parts, flat_d)
+
+
+@derivative("var", "VarBackward0", save={"self": ALL})
+def _var(ctx, g):
+    x = ctx.self
+    shape = x._shape
+    dims = _reduced_dims(shape, ctx.dim)
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    mean = x.mean(dims, keepdim=True) if shape else x
+    return _unreduce(g, shape, ctx.dim, ctx.keepdim) * 2 * (x - mean) / (n - ctx.correction)
+
+
+@derivative("std", "StdBackward0", save={"self": ALL, "result": ALL})
+def _std(ctx, g):
+    x = ctx.self
+    shape = x._shape
+    dims = _reduced_dims(shape, ctx.dim)
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    mean = x.mean(dims, keepdim=True) if shape else x
+    s = _unreduce(ctx.result, shape, ctx.dim, ctx.keepdim)
+    return _unreduce(g, shape, ctx.dim, ctx.keepdim) * (x - mean) / (s * (n - ctx.correction))
+
+
+def _evenly(ctx, g):
+    x = ctx.self
+    shape = x._shape
+    r = _unreduce(ctx.result, shape, ctx.dim, ctx.keepdim)
+    mask = (x == r).to(g.dtype)
+    return _unreduce(g, shape, ctx.dim, ctx.keepdim) * mask / mask.sum(_reduced_dims(shape, ctx.dim), keepdim=True)
+
+
+derivative("amax", "AmaxBackward0", save={"self": ALL, "result": ALL})(_evenly)
+derivative("amin", "AminBackward0", save={"self": ALL, "result": ALL})(_evenly)
+
+
+def _maxmin_name(prefix):
+    return lambda self, dim=None, keepdim=False: f"{prefix}Backward1" if dim is None else f"{prefix}Backward0"
+
+
+def _maxmin(ctx, g, g_idx=None):
+    if ctx.dim is None:
+        return _evenly(ctx, g)
+    x = ctx.self
+    import course_lib as _cl
+    idx = ctx.result_indices
+    d = ctx.dim % max(len(x._shape), 1)
+    gg = g if ctx.keepdim or not x._shape else g.unsqueeze(d)
+    ii = idx if ctx.keepdim or not x._shape else idx.unsqueeze(d)
+    if not x._shape:
+        return gg
+    return _cl.zeros(x._shape, dtype=g.dtype).scatter_add(d, ii, gg)
+
+
+def _save_maxmin_indices(name):
+    # max(dim) returns (values, indices); the formula needs the indices, which are output 1.
+    op = OPS[name]
+    inner = op.autograd
+
+    def kernel(op_, args):
+        out = inner(op_, args)
+        if isinstance(out, tuple) and out[0].grad_fn is not None:
+            out[0].grad_fn._saved["result_indices"] = out[1]
+        return out
+    op.autograd = kernel
+
+
+derivative("max", _maxmin_name("Max"), save={"self": ALL, "result": ALL})(_maxmin)
+derivative("min", _maxmin_name("Min"), save={"self": ALL, "result": ALL})(_maxmin)
+_save_maxmin_indices("max")
+_save_maxmin_indices("min")
+
+
+@derivative("logsumexp", "LogsumexpBackward0", save={"self": ALL, "result": ALL})
+def _logsumexp(ctx, g):
+    x = ctx.self
+    shape = x._shape
+    r = _unreduce(ctx.result, shape, ctx.dim, ctx.keepdim)
+    return _unreduce(g, shape, ctx.dim, ctx.keepdim) * (x - r).exp()
+
+
+@derivative("cumsum", "CumsumBackward0")
+def _cumsum(ctx, g):
+    if not g._shape:
+        return g
+    d = ctx.dim
+    return g.flip((d,)).cumsum(d).flip((d,))
+
+
+@derivative("softmax", "SoftmaxBackward0", save={"result": ALL})
+def _softmax(ctx, g):
+    r = ctx.result
+    if not r._shape:
+        return g * 0
+    return r * (g - (g * r).sum(ctx.dim, keepdim=True))
+
+
+@derivative("log_softmax", "LogSoftmaxBackward0", save={"result": ALL})
+def _log_softmax(ctx, g):
+    r = ctx.result
+    if not r._shape:
+        return g * 0
+    return g - r.exp() * g.sum(ctx.dim, keepdim=True)
+
+
+# ---------------------------------------------------------------------------
+# matrix products
+# ---------------------------------------------------------------------------
+@derivative("mm", "MmBackward0", save={"self": ("mat2",), "mat2": ("self",)})
+def _mm(ctx, g):
+    n = ctx.needs_input_grad
+    return (g.mm(ctx.mat2.t()) if n[0] else None), (ctx.self.t().mm(g) if n[1] else None)
+
+
+@derivative("bmm", "BmmBackward0", save={"self": ("mat2",), "mat2": ("self",)})
+def _bmm(ctx, g):
+    n = ctx.needs_input_grad
+    return (g.bmm(ctx.mat2.transpose(1, 2)) if n[0] else None), (ctx.self.transpose(1, 2).bmm(g) if n[1] else None)
+
+
+@derivative("mv", "MvBackward0", save={"self": ("vec",), "vec": ("self",)})
+def _mv(ctx, g):
+    n = ctx.needs_input_grad
+    return (g.unsqueeze(1).mm(ctx.vec.unsqueeze(0)) if n[0] else None), (ctx.self.t().mv(g) if n[1] else None)
+
+
+@derivative("dot", "DotBackward0", save={"self": ("tensor",), "tensor": ("self",)})
+def _dot(ctx, g):
+    n = ctx.needs_input_grad
+    return (g * ctx.tensor if n[0] else None), (g * ctx.self if n[1] else None)
+
+
+@derivative("addmm", "AddmmBackward0", save={"mat1": ("mat2",), "mat2": ("mat1",)})
+def _addmm(ctx, g):
+    n = ctx.needs_input_grad
+    a, b = ctx.alpha, ctx.beta
+    gs = (g if b == 1 else g * b) if n[0] else None
+    g1 = g.mm(ctx.mat2.t()) if n[1] else None
+    g2 = ctx.mat1.t().mm(g) if n[2] else None
+    if a != 1:
+        g1 = g1 * a if g1 is not None else None
+        g2 = g2 * a if g2 is not None else None
+    return gs, g1, g2
+
+
+# ---------------------------------------------------------------------------
+# views: reshape-like ops have direct inverses; ops that pick elements scatter back
+# ---------------------------------------------------------------------------
+@derivative("view", "ViewBackward0")
+def _view(ctx, g):
+    return g.reshape(_shape(ctx, "self"))
+
+
+@derivative("_unsafe_view", "UnsafeViewBackward0")
+def _unsafe_view_d(ctx, g):
+    return g.reshape(_shape(ctx, "self"))
+
+
+@derivative("transpose", "TransposeBackward0")
+def _transpose(ctx, g):
+    return g.transpose(ctx.dim0, ctx.dim1)
+
+
+@derivative("t", "TBackward0")
+def _t(ctx, g):
+    return g.t()
+
+
+@derivative("permute", "PermuteBackward0")
+def _permute(ctx, g):
+    dims = [d % len(g._shape) for d in ctx.dims] if g._shape else []
+    inv = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inv[d] = i
+    return g.permute(tuple(inv))
+
+
+@derivative("unsqueeze", "UnsqueezeBackward0")
+def _unsqueeze(ctx, g):
+    return g.squeeze(ctx.dim)
+
+
+@derivative("squeeze", lambda self, dim=None: "SqueezeBackward0" if dim is None else
+            ("SqueezeBackward1" if isinstance(dim, int) else "SqueezeBackward2"))
+def _squeeze(ctx, g):
+    return g.reshape(_shape(ctx, "self"))
+
+
+@derivative("expand", "ExpandBackward0")
+def _expand(ctx, g):
+    return sum_to_size(g, _shape(ctx, "self"))
+
+
+@derivative("alias", "AliasBackward0")
+def _alias(ctx, g):
+    return g
+
+
+def _scatter_back(view_name):
+    """Backward of a view that picks elements: put the gradient where the view's elements sit
+    in a zero tensor of the input's shape (the view's geometry is computed on a meta tensor)."""
+    def formula(ctx, g):
+        import course_lib as _cl
+        shape = _shape(ctx, "self")
+        probe = _cl.empty(shape, device="meta")
+        op = OPS[view_name]
+        args = [probe] + [getattr(ctx, a.name) for a in op.args[1:]]
+        v = op.meta(*args)
+        return _cl._ops.dispatcher.dispatch(OPS["_view_scatter"], (g, shape, v._shape, v._stride, v._offset))
+    return formula
+
+
+derivative("select", "SelectBackward0")(_scatter_back("select"))
+derivative("slice", "SliceBackward0")(_scatter_back("slice"))
+derivative("narrow", "NarrowBackward0")(_scatter_back("narrow"))
+derivative("diagonal", "DiagonalBackward0")(_scatter_back("diagonal"))
+derivative("unfold", "UnfoldBackward0")(_scatter_back("unfold"))
+
+
+@derivative("as_strided", "AsStridedBackward0", save={"self": ALL})
+def _as_strided(ctx, g):
+    import course_lib as _cl
+    x = ctx.self
+    if x.is_contiguous():
+        off = (x._offset if ctx.storage_offset is None else ctx.storage_offset) - x._offset
+        return _cl._ops.dispatcher.dispatch(OPS["_view_scatter"], (g, x._shape, tuple(ctx.size), tuple(ctx.stride), off))
+    from .._ops.views import _as_strided_backward_general
+    return _as_strided_backward_general(g, x, ctx.size, ctx.stride, ctx.storage_offset)
+
+
+@derivative("_view_scatter", "ViewScatterBackward0")
+def _view_scatter_d(ctx, g):
+    import course_lib as _cl
+    return _cl._ops.dispatcher.dispatch(OPS["_view_gather"], (g, ctx.size, ctx.stride, ctx.offset))
+
+
+@derivative("_view_gather", "ViewGatherBackward0")
+def _view_gather_d(ctx, g):
+    import course_lib as _cl
+    return _cl._ops.dispatcher.dispatch(OPS["_view_scatter"], (g, _shape(ctx, "self"), ctx.size, ctx.stride,
+                                                                ctx.offset))
+
+
+# ---------------------------------------------------------------------------
+# copies, joins, indexing
+# ---------------------------------------------------------------------------
+@derivative("clone", "CloneBackward0")
+def _clone(ctx, g):
+    return g
+
+
+@derivative("_to_copy", "ToCopyBackward0")
+def _to_copy(ctx, g):
+    return g  # cast back to the input's dtype by the engine
+
+
+@derivative("cat", "CatBackward0")
+def _cat(ctx, g):
+    metas = ctx._input_meta
+    nd = len(g._shape)
+    d = ctx.dim % nd
+    out, start = [], 0
+    for m, t in zip(metas, ctx._deriv_cat_shapes):
+        size = t[d] if len(t) == nd else 0
+        out.append(g.narrow(d, start, size) if m is not None else None)
+        start += size
+    return tuple(out)
+
+
+def _cat_kernel():
+    # cat's formula needs every input's shape, also of inputs that don't require grad
+    op = OPS["cat"]
+    inner = op.autograd
+
+    def kernel(op_, args):
+        out = inner(op_, args)
+        if out.grad_fn is not None:
+            out.grad_fn._saved["_deriv_cat_shapes"] = tuple(t._shape for t in args[0])
+        return out
+    op.autograd = kernel
+
+
+_cat_kernel()
+
+
+@derivative("stack", "StackBackward0")
+def _stack(ctx, g):
+    d = ctx.dim % len(g._shape)
+    return tuple(g.select(d, i) if m is not None else None for i, m in enumerate(ctx._input_meta))
+
+
+@derivative("index", "IndexBackward0", save={"indices": ALL})
+def _index(ctx, g):
+    import course_lib as _cl
+    shape = _shape(ctx, "self")
+    return _cl._ops.dispatcher.dispatch(OPS["index_put"], (_cl.zeros(shape, dtype=g.dtype), ctx.indices, g, True))
+
+
+@derivative("index_put", "IndexPutBackward0", save={"indices": ALL})
+def _index_put(ctx, g):
+    import course_lib as _cl
+    n = ctx.needs_input_grad
+    gs = gv = None
+    if n[0]:
+        gs = g if ctx.accumulate else _cl._ops.dispatcher.dispatch(
+            OPS["index_put"], (g, ctx.indices, _cl.zeros((), dtype=g.dtype), False))
+    if len(n) > 1 and n[1]:
+        gv = _cl._ops.dispatcher.dispatch(OPS["index"], (g, ctx.indices))
+    return gs, gv
+
+
+@derivative("gather", "GatherBackward0", save={"index": ALL})
+def _gather(ctx, g):
+    import course_lib as _cl
+    return _cl.zeros(_shape(ctx, "self"), dtype=g.dtype).scatter_add(ctx.dim, ctx.index, g)
+
+
+@derivative("scatter_add", "ScatterAddBackward0", save={"index": ("src",)})
+def _scatter_add(ctx, g):
+    n = ctx.needs_input_grad
+    gsrc = g.gather(ctx.dim, ctx.index) if n[2] else None
+    return (g if n[0] else None), None, gsrc
+
+
+@derivative("index_select", "IndexSelectBackward0", save={"index": ALL})
+def _index_select(ctx, g):
+    import course_lib as _cl
+    shape = _shape(ctx, "self")
+    d = ctx.dim % len(shape)
+    idx = [None] * d + [ctx.index]
+    return _cl._ops.dispatcher.dispatch(OPS["index_put"], (_cl.zeros(shape, dtype=g.dtype), idx, g, True))
+
+
+@derivative("masked_fill", "MaskedFillBackward0", save={"mask": ALL})
+def _masked_fill(ctx, g):
+    return g.masked_fill(ctx.mask, 0), None
+
+
+@derivative("tril", "TrilBackward0")
+def _tril(ctx, g):
+    return g.tril(ctx.diagonal)
+
+
+@derivative("triu", "TriuBackward0")
+def _triu(ctx, g):
+    return g.triu(ctx.diagonal)
+
+
+@derivative("flip", "FlipBackward0")
+def _flip(ctx, g):
+    return g.flip(ctx.dims)
+
+
+# in-place ops with their own formula (not "compute out of place, then write")
+@derivative("copy_", "CopyBackwards")
+def _copy(ctx, g):
+    return g * 0, g
+
+
+@derivative("fill_", "FillBackward1")
+def _fill(ctx, g):
+    return g * 0
+
+
+@derivative("zero_", "ZeroBackward0")
+def _zero(ctx, g):
+    return g * 0
+
+
+@derivative("index_put_", "IndexPutBackward0", save={"indices": ALL})
+def _index_put_(ctx, g):
+    return _index_put(ctx, g)

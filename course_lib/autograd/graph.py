@@ -1,0 +1,268 @@
+"""The backward graph: nodes, edges, saved tensors and hooks.
+
+In PyTorch: ``torch/csrc/autograd/function.h`` (``Node``, ``next_edges``),
+``saved_variable.h`` (saved tensors and their version check),
+``functions/accumulate_grad.h`` (``AccumulateGrad``) and ``torch/utils/hooks.py``
+(``RemovableHandle``).
+
+A node is one recorded op.  ``next_functions`` are its edges: for each input of
+the op, ``(node that produced it, which output of that node)``, or
+``(None, 0)`` for inputs that don't need a gradient.  Leaves that require grad
+end in an ``AccumulateGrad`` node that adds into ``.grad``.
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+
+__all__ = ["Node", "AccumulateGrad", "SavedTensor", "RemovableHandle", "gradient_edge"]
+
+_seq = itertools.count()
+
+
+class RemovableHandle:
+    """Returned by ``register_hook`` and friends; ``remove()`` unregisters the hook."""
+
+    _ids = itertools.count()
+
+    def __init__(self, hooks_dict: dict):
+        self.hooks_dict_ref = weakref.ref(hooks_dict)
+        self.id = next(RemovableHandle._ids)
+
+    def remove(self) -> None:
+        d = self.hooks_dict_ref()
+        if d is not None:
+            d.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class SavedTensor:
+    """A tensor kept for backward, with the version it had when saved.
+
+    Unpacking checks the version (an in-place change since saving is an error) and
+    fails after the graph was freed by a backward pass without ``retain_graph``.
+    Outputs of the node are kept without their ``grad_fn`` (to avoid a reference
+    cycle) and get it back when unpacked.
+    """
+
+    __slots__ = ("tensor", "version", "is_output", "output_nr")
+
+    def __init__(self, t, is_output: bool = False):
+        self.version = t._vc.value
+        self.is_output = is_output
+        self.output_nr = t._output_nr
+        if is_output:
+            from .._tensor import Tensor
+            a = Tensor._make(t._storage, t._offset, t._shape, t._stride, t.dtype, t._base, t._vc)
+            a._npc = t._npc
+            self.tensor = a
+        else:
+            self.tensor = t
+
+    def unpack(self, node: "Node"):
+        t = self.tensor
+        if t._vc.value != self.version:
+            if self.is_output:
+                where = f", which is output {self.output_nr} of {_short_name(node)},"
+            elif t.grad_fn is not None:
+                where = f", which is output {t._output_nr} of {_short_name(t.grad_fn)},"
+            else:
+                where = ""
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace operation: "
+                f"[torch.{t.dtype._tensor_name}Tensor [{', '.join(map(str, t._shape))}]]{where} is at version "
+                f"{t._vc.value}; expected version {self.version} instead. Hint: enable anomaly detection to find "
+                "the operation that failed to compute its gradient, with "
+                "torch.autograd.set_detect_anomaly(True, check_nan=False).")
+        if self.is_output:
+            from .._tensor import Tensor
+            out = Tensor._make(t._storage, t._offset, t._shape, t._stride, t.dtype, t._base, t._vc)
+            out._npc = t._npc
+            out.grad_fn = node
+            out._output_nr = self.output_nr
+            out._requires_grad = True
+            return out
+        return t
+
+
+def _short_name(node) -> str:
+    n = type(node).__name__
+    i = n.find("Backward")
+    return n[:i] if i > 0 else n
+
+
+_FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they have "
+          "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
+          "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or "
+          "if you need to access saved tensors after calling backward.")
+
+
+_FREED_MARK = object()
+
+
+class Node:
+    """One recorded op in the backward graph.
+
+    Subclasses implement ``apply(grad_outputs) -> grad_inputs`` (tuples, one entry per
+    output / per edge in ``next_functions``).
+    """
+
+    __slots__ = ("next_functions", "_saved", "_released", "_pre_hooks", "_hooks", "_tensor_pre_hooks",
+                 "_retains_grad_hooks", "_sequence_nr", "_input_meta", "metadata", "__weakref__", "__dict__")
+
+    def __init__(self, next_functions=()):
+        self.next_functions = tuple(next_functions)
+        self._saved = None
+        self._released = False
+        self._pre_hooks = None
+        self._hooks = None
+        self._tensor_pre_hooks = None
+        self._retains_grad_hooks = None
+        self._sequence_nr = next(_seq)
+        self._input_meta = None
+        self.metadata = {}
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def apply(self, grad_outputs: tuple) -> tuple:
+        raise NotImplementedError
+
+    def __call__(self, *grad_outputs):
+        return self.apply(grad_outputs)
+
+    # saved values -------------------------------------------------------------
+    def _unpack(self, key):
+        v = self._saved[key]
+        if v is _FREED_MARK:
+            raise RuntimeError(_FREED)
+        if isinstance(v, SavedTensor):
+            return v.unpack(self)
+        return v
+
+    def _release(self) -> None:
+        # Free the saved tensors (plain values such as dims stay).  Only a node that had
+        # saved tensors complains when it is run again.
+        saved = self._saved
+        if saved:
+            for k, v in saved.items():
+                if isinstance(v, SavedTensor) or hasattr(v, "_storage"):
+                    saved[k] = _FREED_MARK
+                    self._released = True
+
+    def __getattr__(self, name):
+        # grad_fn._saved_self, grad_fn._saved_other, ... as in PyTorch
+        if name.startswith("_saved_"):
+            key = name[len("_saved_"):]
+            saved = object.__getattribute__(self, "_saved")
+            if saved is not None and key in saved:
+                return self._unpack(key)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    # hooks ------------------------------------------------------------------------
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` after this node runs; may return new grad_inputs."""
+        if self._hooks is None:
+            self._hooks = {}
+        h = RemovableHandle(self._hooks)
+        self._hooks[h.id] = fn
+        return h
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` before this node runs; may return new grad_outputs."""
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        h = RemovableHandle(self._pre_hooks)
+        self._pre_hooks[h.id] = fn
+        return h
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
+
+
+class AccumulateGrad(Node):
+    """The end of the graph for a leaf: adds the incoming gradient into ``variable.grad``."""
+
+    __slots__ = ("variable", "_post_hooks")
+
+    def __init__(self, variable):
+        super().__init__(())
+        self.variable = variable
+        self._post_hooks = None
+
+    def apply(self, grad_outputs):
+        from .._ops.dispatcher import grad_state
+        var = self.variable
+        g = grad_outputs[0]
+        if g is None:
+            return ()
+        if var._grad is None:
+            if grad_state.enabled:
+                var._grad = g  # create_graph: keep the graph of the gradient
+            else:
+                # a copy: the same gradient tensor may also flow to other leaves
+                var._grad = g.detach().clone()
+        elif grad_state.enabled:
+            var._grad = var._grad + g
+        else:
+            var._grad.add_(g)
+        if var._post_acc_hooks:
+            for hook in list(var._post_acc_hooks.values()):
+                hook(var)
+        return ()
+
+
+def grad_accumulator(t) -> AccumulateGrad:
+    """The (unique) AccumulateGrad node of a leaf that requires grad."""
+    ref = t._grad_acc
+    acc = ref() if ref is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        t._grad_acc = weakref.ref(acc)
+    return acc
+
+
+def gradient_edge(t):
+    """The edge a tensor contributes to a node's ``next_functions``."""
+    if t.grad_fn is not None:
+        return (t.grad_fn, t._output_nr)
+    if t._requires_grad:
+        return (grad_accumulator(t), 0)
+    return (None, 0)
+
+
+# ---------------------------------------------------------------------------
+# tensor hooks
+# ---------------------------------------------------------------------------
+def register_tensor_hook(t, hook) -> RemovableHandle:
+    """``hook(grad)`` when ``t``'s gradient has been computed; a returned tensor replaces it."""
+    if not t._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    node = t.grad_fn if t.grad_fn is not None else grad_accumulator(t)
+    if t.grad_fn is None:
+        # keep the accumulator alive as long as the tensor has hooks on it
+        t.__dict__["_acc_keepalive"] = node
+    if node._tensor_pre_hooks is None:
+        node._tensor_pre_hooks = {}
+    h = RemovableHandle(node._tensor_pre_hooks)
+    node._tensor_pre_hooks[h.id] = (t._output_nr, hook)
+    return h
+
+
+def register_post_accumulate_grad_hook(t, hook) -> RemovableHandle:
+    """``hook(t)`` after ``t.grad`` has been updated (leaves only)."""
+    if not t._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if t.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    if t._post_acc_hooks is None:
+        t._post_acc_hooks = {}
+    t.__dict__["_acc_keepalive"] = grad_accumulator(t)
+    h = RemovableHandle(t._post_acc_hooks)
+    t._post_acc_hooks[h.id] = hook
+    return h
