@@ -46,9 +46,15 @@ class Tensor:
     __slots__ = (
         "_storage", "_offset", "_shape", "_stride", "dtype", "_npc", "_vc", "_base",
         # autograd
-        "_requires_grad", "_grad", "grad_fn", "_output_nr", "_retains_grad", "_hooks",
-        "_post_acc_hooks", "_grad_acc", "_is_param", "_view_fn", "__weakref__", "__dict__",
+        "_requires_grad", "_grad", "grad_fn", "_output_nr", "__weakref__", "__dict__",
     )
+    # Rarely set fields live in the instance __dict__, with these class-level defaults,
+    # so that making a tensor (on every op) sets only the slots above.
+    _retains_grad = False
+    _hooks = None
+    _post_acc_hooks = None
+    _grad_acc = None
+    _is_param = False
 
     # -- construction ---------------------------------------------------------
     @classmethod
@@ -67,12 +73,6 @@ class Tensor:
         t._grad = None
         t.grad_fn = None
         t._output_nr = 0
-        t._retains_grad = False
-        t._hooks = None
-        t._post_acc_hooks = None
-        t._grad_acc = None
-        t._is_param = False
-        t._view_fn = None
         return t
 
     def __new__(cls, *args, **kwargs):

@@ -196,7 +196,9 @@ def _add_suffixes(tensor_str: str, suffixes: list, indent: int, force_newline: b
     tensor_strs = [tensor_str]
     last_line_len = len(tensor_str) - tensor_str.rfind("\n") + 1
     for suffix in suffixes:
-        suffix_len = len(suffix)
+        # Measure 'dtype=course_lib.float64' as PyTorch measures 'dtype=torch.float64', so a
+        # suffix goes on a new line exactly when it does in PyTorch.
+        suffix_len = len(suffix.replace("course_lib.", "torch."))
         if force_newline or last_line_len + suffix_len + 2 > PRINT_OPTS.linewidth:
             tensor_strs.append(",\n" + " " * indent + suffix)
             last_line_len = indent + suffix_len

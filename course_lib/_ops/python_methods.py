@@ -25,11 +25,23 @@ def _op(name):
     return call
 
 
+def _trailing_defaults(op, n_given: int) -> tuple:
+    """Default values of the op's arguments after the first ``n_given`` (e.g. add's alpha=1)."""
+    from .bindings import _default
+    return tuple(eval(_default(a.default)) for a in op.args[n_given:])  # noqa: S307 (schema literals)
+
+
 def _binary(name, reflected=False):
     op = OPS[name]
+    extra = _trailing_defaults(op, 2)
     if reflected:
         def fn(self, other):
-            return dispatch(op, (self, other))
+            return dispatch(op, (self, other) + extra)
+    elif extra:
+        def fn(self, other):
+            if not isinstance(other, (_T, int, float, bool)) and not hasattr(other, "__index__"):
+                return NotImplemented
+            return dispatch(op, (self, other) + extra)
     else:
         def fn(self, other):
             if not isinstance(other, (_T, int, float, bool)) and not hasattr(other, "__index__"):
@@ -40,19 +52,21 @@ def _binary(name, reflected=False):
 
 def _rbinary(name):
     op = OPS[name]
+    extra = _trailing_defaults(op, 2)
 
     def fn(self, other):
         if not isinstance(other, (int, float, bool)):
             return NotImplemented
-        return dispatch(op, (_scalar_tensor(other), self))
+        return dispatch(op, (_scalar_tensor(other), self) + extra)
     return fn
 
 
 def _inplace(name):
     op = OPS[name]
+    extra = _trailing_defaults(op, 2)
 
     def fn(self, other):
-        return dispatch(op, (self, other))
+        return dispatch(op, (self, other) + extra)
     return fn
 
 
@@ -184,7 +198,7 @@ def install(tensor_cls, namespace: dict) -> None:
     for dunder, name in (("__radd__", "add"), ("__rmul__", "mul"), ("__rand__", "bitwise_and"),
                          ("__ror__", "bitwise_or"), ("__rxor__", "bitwise_xor")):
         setattr(T, dunder, _binary(name, reflected=True))
-    T.__rsub__ = lambda self, other: dispatch(OPS["rsub"], (self, other))
+    T.__rsub__ = lambda self, other: dispatch(OPS["rsub"], (self, other, 1))
     T.__rtruediv__ = _rtruediv
     T.__rfloordiv__ = _rbinary("floor_divide")
     T.__rmod__ = _rbinary("remainder")

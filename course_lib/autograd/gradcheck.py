@@ -134,10 +134,12 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: flo
     diff_idx = [k for k, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
 
     def first_grads(*args):
+        from .grad_mode import enable_grad
         ins, gos = args[:n_in], args[n_in:]
-        o = fn(*ins)
-        o = o if isinstance(o, (tuple, list)) else (o,)
-        gs = autograd.grad(o, [ins[k] for k in diff_idx], gos, create_graph=True, allow_unused=True)
+        with enable_grad():
+            o = fn(*ins)
+            o = o if isinstance(o, (tuple, list)) else (o,)
+            gs = autograd.grad(o, [ins[k] for k in diff_idx], gos, create_graph=True, allow_unused=True)
         return tuple(g for g in gs if g is not None)
 
     return gradcheck(first_grads, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
