@@ -436,7 +436,8 @@ def _verdicts(plan: _Plan, run: _Run, ref, titles, timed_out: dict[str, str], no
             results.append(result(FAIL, _error_text(rep)))
             continue
         if sol_reps:
-            results.append(result(FAIL, "your solution cell raised an error:\n" + _error_text(sol_reps[0])))
+            text = _error_text(sol_reps[0]).splitlines() or ["an error"]
+            results.append(result(FAIL, "\n".join([f"your solution cell raised {text[-1]}"] + text[:-1])))
             continue
         if rep.get("message", "").startswith("Cell outputs differ"):
             expected = next((o.get("text", "") for o in next(c for c in nbio.check_cells(ref) if nbio.exercise_of(c) == ex).outputs
@@ -520,7 +521,10 @@ def _grade(path: Path, solutions_dir: Path | None, timeout: float, keep: bool, r
             for n, rep in run.reports.items():
                 if rep.get("xfail"):
                     continue
-                if _is_timeout(rep):
+                if _is_timeout(rep) and "Failed to interrupt" in rep.get("message", ""):
+                    new[plan.ids[n]] = (f"a cell ran longer than {timeout:g} s and could not be interrupted "
+                                        "(does it catch KeyboardInterrupt?)")
+                elif _is_timeout(rep):
                     new[plan.ids[n]] = f"a cell ran longer than {timeout:g} s (an infinite loop?)"
                 elif _is_kernel_lost(rep):
                     new[plan.ids[n]] = "the Python kernel died or stopped answering while running this code"
