@@ -788,3 +788,17 @@ def _zero(ctx, g):
 @derivative("index_put_", "IndexPutBackward0", save={"indices": ALL})
 def _index_put_(ctx, g):
     return _index_put(ctx, g)
+
+
+# ---------------------------------------------------------------------------
+# in-place variants (add_, mul_, exp_, ...): every one goes through the Autograd key, which
+# runs the out-of-place twin's formula (or refuses, e.g. on a leaf that requires grad).
+# ---------------------------------------------------------------------------
+def _wire_inplace() -> None:
+    from .variable_type import autograd_kernel as _k
+    for op in OPS.values():
+        if op.is_inplace and op.autograd is None:
+            op.autograd = _k
+
+
+_wire_inplace()

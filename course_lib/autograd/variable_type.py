@@ -11,23 +11,33 @@ For every op with a derivative, its autograd kernel
 4. marks the result: ``requires_grad=True``, ``grad_fn=node``.
 
 In-place ops run their out-of-place twin through these steps, write the values
-into ``self`` and move ``self``'s history onto the new node.
+into ``self`` and move ``self``'s history onto the new node.  When ``self`` is a
+*view* (``y[0].mul_(2)``), the history that changes is the base's: the base's
+``grad_fn`` becomes a ``CopySlices`` node wrapping the in-place op's node, and
+every view of the base gets a fresh ``AsStridedBackward0`` pointing at it
+(PyTorch: ``torch/csrc/autograd/variable.cpp``, ``rebase_history``, and
+``functions/tensor.cpp``, ``CopySlices``).
 """
 from __future__ import annotations
 
-import numpy as np
+import weakref
 
 from .._ops.dispatcher import backend, grad_state
-from .graph import Node, SavedTensor, gradient_edge
+from .graph import AccumulateGrad, Node, SavedTensor, gradient_edge
 
 _Tensor = None
 
 
 class Derivative:
-    """What ``derivatives.py`` declares for one op: node name, what to save, the formula."""
+    """What ``derivatives.py`` declares for one op: node name, what to save, the formula.
+
+    ``save`` maps an argument name (or ``"result"``) to the names of the inputs whose
+    gradient needs it (``None``: always).  The plan for ``_record`` is worked out here,
+    once, so that recording a node on every op call does no name lookups.
+    """
 
     __slots__ = ("op", "name", "save", "formula", "node_cls", "save_output", "arg_index", "diff_pos",
-                 "output_differentiable")
+                 "output_differentiable", "_plan", "_save_result", "_n_tensor")
 
     def __init__(self, op, name: str, save: dict, formula, save_output: bool = False):
         self.op = op
@@ -38,21 +48,46 @@ class Derivative:
         self.arg_index = {a.name: i for i, a in enumerate(op.args)}
         self.diff_pos = op.tensor_pos + op.tensor_list_pos
         self.node_cls = type(name, (FormulaNode,), {"__slots__": ()})
+        # (key, position in args, positions in needs_input_grad that want it, or None for "always")
+        input_k = {op.args[i].name: k for k, i in enumerate(op.tensor_pos)}
+        plan = []
+        for key, users in save.items():
+            if key == "result":
+                continue
+            ks = None if users is None else tuple(input_k[u] for u in users if u in input_k)
+            pos = self.arg_index[key]
+            plan.append((key, pos, ks, _schema_default(op.args[pos])))
+        self._plan = tuple(plan)
+        self._save_result = "result" in save
+        self._n_tensor = len(op.tensor_pos)
+
+
+def _schema_default(arg):
+    """The Python value of an argument's schema default (``None`` when it has none)."""
+    if arg.default is None:
+        return None
+    from .._ops.bindings import _default
+    try:
+        return eval(_default(arg.default), {})  # noqa: S307 (schema literals such as 1, False, None)
+    except Exception:
+        return None
 
 
 class FormulaNode(Node):
     """A node whose backward is a formula from ``derivatives.py``."""
 
-    __slots__ = ("_deriv", "_args", "needs_input_grad", "_out_meta", "_list_lens")
+    __slots__ = ("_deriv", "needs_input_grad", "_out_meta")
 
     def apply(self, grad_outputs):
         d = self._deriv
-        grads = list(grad_outputs)
-        for i, g in enumerate(grads):
-            if g is None and self._out_meta is not None and self._out_meta[i] is not None:
-                from .._creation import zeros
-                shape, dtype = self._out_meta[i]
-                grads[i] = zeros(shape, dtype=dtype)
+        grads = grad_outputs
+        if self._out_meta is not None and None in grads:
+            grads = list(grads)
+            for i, g in enumerate(grads):
+                if g is None and self._out_meta[i] is not None:
+                    from .._creation import zeros
+                    shape, dtype = self._out_meta[i]
+                    grads[i] = zeros(shape, dtype=dtype)
         result = d.formula(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)
@@ -106,6 +141,8 @@ def autograd_kernel(op, args: tuple):
     d = op.autograd_spec
     out = backend(op, args)
     _record(d, args, out)
+    if op.is_view:
+        _register_view(out)
     return out
 
 
@@ -117,14 +154,19 @@ def _record(d: Derivative, args: tuple, out):
     meta = []
     for i in op.tensor_pos:
         a = args[i]
-        if isinstance(a, T) and a._requires_grad:
-            edges.append(gradient_edge(a))
-            needs.append(True)
-            meta.append((a._shape, a.dtype))
-        else:
-            edges.append((None, 0))
-            needs.append(False)
-            meta.append(None)
+        if a.__class__ is T or isinstance(a, T):
+            if a._requires_grad:
+                fn = a.grad_fn
+                if fn is not None:
+                    edges.append((fn, a._output_nr))
+                else:
+                    edges.append(gradient_edge(a))
+                needs.append(True)
+                meta.append((a._shape, a.dtype))
+                continue
+        edges.append((None, 0))
+        needs.append(False)
+        meta.append(None)
     for i in op.tensor_list_pos:
         for a in args[i]:
             if isinstance(a, T) and a._requires_grad:
@@ -140,68 +182,117 @@ def _record(d: Derivative, args: tuple, out):
     node.needs_input_grad = tuple(needs)
     node._input_meta = tuple(meta)
     node._out_meta = None
-    # save what the formula needs
-    names = [a.name for a in op.args]
-    need_by_name = {}
-    k = 0
-    for i in op.tensor_pos:
-        need_by_name[names[i]] = needs[k]
-        k += 1
+    # save what the formula needs (only for the inputs whose gradient will be computed)
     saved = {}
-    for key, users in d.save.items():
-        if users is not None and not any(need_by_name.get(u, False) for u in users):
-            continue
-        if key == "result":
-            continue
-        v = args[d.arg_index[key]]
+    n_args = len(args)
+    for key, pos, users, default in d._plan:
+        if users is not None:
+            for k in users:
+                if needs[k]:
+                    break
+            else:
+                continue
+        v = args[pos] if pos < n_args else default
         saved[key] = SavedTensor(v) if isinstance(v, T) else v
     # outputs
-    outs = out if isinstance(out, tuple) else (out,)
-    if len(outs) > 1:
+    if out.__class__ is tuple:
+        outs = out
         node._out_meta = tuple((o._shape, o.dtype) if isinstance(o, T) else None for o in outs)
+    else:
+        outs = (out,)
     for nr, o in enumerate(outs):
         if isinstance(o, T) and o.dtype.is_floating_point:
             o.grad_fn = node
             o._output_nr = nr
             o._requires_grad = True
-    if "result" in d.save:
+    if d._save_result:
         saved["result"] = SavedTensor(outs[0], is_output=True)
     node._saved = saved
     return node
 
 
+# ---------------------------------------------------------------------------
+# in-place ops
+# ---------------------------------------------------------------------------
+_LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
+_VIEW_OF_LEAF = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+_NO_GRAD_VIEW = ("A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given "
+                 "that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
+                 "moving both the view and the inplace either both inside the no_grad block (if you don't want "
+                 "the inplace to be tracked) or both outside (if you want the inplace to be tracked).")
+
+
 def _inplace(op, args: tuple):
     self = args[0]
     T = _Tensor
-    if self.grad_fn is None and self._requires_grad:
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    if self._requires_grad and self.grad_fn is None and self._base is None:
+        raise RuntimeError(_LEAF_INPLACE)
+    base = self._base
+    if base is not None:
+        if base._requires_grad and base.grad_fn is None:
+            raise RuntimeError(_VIEW_OF_LEAF)
+        if base._requires_grad and not self._requires_grad:
+            raise RuntimeError(_NO_GRAD_VIEW)
     functional = op.functional
     if functional is None or functional.autograd is None:
         # ops like copy_/fill_/zero_/index_put_ have their own derivative entries
         d = op.autograd_spec
         if d is None:
-            raise RuntimeError(f"the derivative for '{op.name}' is not implemented.")
-        if self._base is not None and self._base._requires_grad is False and not self._requires_grad:
-            pass
-        _check_view_inplace(self)
-        # compute the out-of-place value, then rebase self onto the node
-        result = backend(op, args)
-        node = _record(d, args, result)  # sets self.grad_fn = node (result is self)
-        return result
-    _check_view_inplace(self)
-    result = functional.autograd(functional, args) if any(
-        isinstance(a, T) and a._requires_grad for a in _tensors(functional, args)) else backend(functional, args)
-    # write the values into self, then move self's history to the new node
-    from .._ops.tensor_ops import write_inplace
-    write_inplace(self, result)
-    if result.grad_fn is not None:
-        self.grad_fn = result.grad_fn
+            name = functional.name if functional is not None else op.name
+            raise RuntimeError(f"the derivative for '{name}' is not implemented.")
+        old_edge = gradient_edge(self)
+        result = backend(op, args)        # writes into self and bumps its version
+        node = _record(d, args, result)   # sets self.grad_fn = node (result is self)
+        if old_edge != node.next_functions[0]:
+            node.next_functions = (old_edge,) + node.next_functions[1:]
+    else:
+        needs_grad = False
+        for a in _tensors(functional, args):
+            if isinstance(a, T) and a._requires_grad:
+                needs_grad = True
+                break
+        if needs_grad:
+            result = functional.autograd(functional, args)
+            node = result.grad_fn
+        else:
+            result = backend(functional, args)
+            node = None
+        if node is not None:
+            _keep_original_self(node, self)
+        # write the values into self, then move self's history to the new node
+        from .._ops.tensor_ops import write_inplace
+        write_inplace(self, result)
+        if node is not None:
+            saved = node._saved
+            if saved and "result" in saved:
+                saved["result"] = SavedTensor(self, is_output=True)
+        result = self
+    if node is None:
+        return self
+    if base is not None:
+        _rebase_view(self, base, node)
+    else:
+        self.grad_fn = node
         self._output_nr = 0
         self._requires_grad = True
-        saved = self.grad_fn._saved
-        if saved and "result" in saved:
-            saved["result"] = SavedTensor(self, is_output=True)
+        _regenerate_views(self)
     return self
+
+
+def _keep_original_self(node, self) -> None:
+    """If the formula saved ``self``, save a copy: ``self`` is about to be overwritten.
+
+    PyTorch does the same (``original_self`` in the generated code): the saved value is a
+    clone recorded in the graph, so higher-order gradients still flow through it.
+    """
+    saved = node._saved
+    if not saved:
+        return
+    for k, v in saved.items():
+        if isinstance(v, SavedTensor) and not v.is_output and v.tensor is self:
+            from .._ops.dispatcher import dispatch
+            from .._ops.registry import OPS
+            saved[k] = SavedTensor(dispatch(OPS["clone"], (self, "preserve_format")))
 
 
 def _tensors(op, args):
@@ -211,13 +302,124 @@ def _tensors(op, args):
         yield from args[i]
 
 
-def _check_view_inplace(self):
-    base = self._base
-    if base is not None and (base._requires_grad or self._requires_grad):
-        raise RuntimeError(
-            "course_lib does not support in-place operations on views of tensors that require grad "
-            "(PyTorch rebuilds the base's history with a CopySlices node). Use an out-of-place op, "
-            "or clone() the base first.")
+class CopySlices(Node):
+    """The base's new history after an in-place op on one of its views.
+
+    ``next_functions`` are the base's old history followed by the other inputs of the
+    in-place op.  In backward, the gradient of the base passes through unchanged
+    outside the view's elements; inside them it goes through the wrapped op's node.
+    """
+
+    __slots__ = ("fn", "view_geometry", "base_meta")
+
+    def apply(self, grad_outputs):
+        g = grad_outputs[0]
+        size, stride, offset = self.view_geometry
+        result = g.clone(memory_format="contiguous_format")
+        grad_slice = _slice_of(result, self.base_meta, size, stride, offset)
+        res = self.fn.apply((grad_slice.clone(),))
+        res0 = res[0] if res else None
+        if res0 is None:
+            grad_slice.zero_()
+        else:
+            grad_slice.copy_(res0)
+        return (result,) + tuple(res[1:])
+
+
+def _slice_of(result, base_meta, size, stride, offset):
+    """The elements of the view (size, stride, storage offset) inside ``result``, a contiguous
+    tensor laid out like the base (base_meta = its shape, stride and storage offset)."""
+    bshape, bstride, boff = base_meta
+    from .._ops.common import contiguous_strides
+    if tuple(bstride) == contiguous_strides(tuple(bshape)):
+        return result.as_strided(size, stride, offset - boff)
+    # a non-contiguous base: map storage positions to the base's element numbers
+    import numpy as np
+    from .._ops.views import _geometry_index
+    pos = _geometry_index(bshape, bstride, boff).reshape(-1)
+    order = np.argsort(pos, kind="stable")
+    want = _geometry_index(size, stride, offset).reshape(-1)
+    elem = order[np.searchsorted(pos[order], want)]
+    elem = elem.reshape(size)
+    # express the element numbers as a strided view when possible (always true for views
+    # made by select/slice/transpose ... of the base); fall back to as_strided otherwise
+    strides = []
+    for d in range(len(size)):
+        if size[d] > 1:
+            idx0 = [0] * len(size)
+            idx1 = list(idx0)
+            idx1[d] = 1
+            strides.append(int(elem[tuple(idx1)] - elem[tuple(idx0)]))
+        else:
+            strides.append(1)
+    start = int(elem.reshape(-1)[0]) if elem.size else 0
+    return result.as_strided(size, tuple(strides), start)
+
+
+def _rebase_view(view, base, fn) -> None:
+    """After an in-place op on ``view`` recorded as ``fn``: CopySlices on the base, fresh view nodes."""
+    cs = CopySlices(((gradient_edge(base) if base._requires_grad else (None, 0)),) + tuple(fn.next_functions[1:]))
+    cs.fn = fn
+    cs.view_geometry = (view._shape, view._stride, view._offset)
+    cs.base_meta = (base._shape, base._stride, base._offset)
+    cs._input_meta = ((base._shape, base.dtype),) + tuple(fn._input_meta[1:])
+    base.grad_fn = cs
+    base._output_nr = 0
+    base._requires_grad = True
+    _regenerate_views(base, also=view)
+
+
+def _register_view(out) -> None:
+    """Remember a view of a non-leaf base, so that an in-place change regenerates its ``grad_fn``."""
+    T = _Tensor
+    outs = out if out.__class__ is tuple else (out,)
+    for o in outs:
+        if not isinstance(o, T):
+            continue
+        base = o._base
+        if base is None or base.grad_fn is None:
+            continue
+        views = base.__dict__.get("_views")
+        if views is None:
+            views = base.__dict__["_views"] = {}
+        key = id(o)
+
+        def _drop(ref, views=views, key=key):
+            if views.get(key) is ref:
+                del views[key]
+        views[key] = weakref.ref(o, _drop)
+
+
+def _regenerate_views(base, also=None) -> None:
+    """Give every live view of ``base`` a new ``AsStridedBackward0`` node on the base's history."""
+    views = base.__dict__.get("_views")
+    targets = []
+    if views:
+        for ref in list(views.values()):
+            v = ref()
+            if v is not None and v is not also:
+                targets.append(v)
+    if also is not None:
+        targets.append(also)
+        _register_one(base, also)
+    if not targets:
+        return
+    from .._ops.registry import OPS
+    d = OPS["as_strided"].autograd_spec
+    for v in targets:
+        _record(d, (base, v._shape, v._stride, v._offset), v)
+
+
+def _register_one(base, view) -> None:
+    views = base.__dict__.get("_views")
+    if views is None:
+        views = base.__dict__["_views"] = {}
+    key = id(view)
+    if key not in views:
+        def _drop(ref, views=views, key=key):
+            if views.get(key) is ref:
+                del views[key]
+        views[key] = weakref.ref(view, _drop)
 
 
 def _install(tensor_cls):
