@@ -1,0 +1,412 @@
+"""Neural-network kernels: convolution (im2col), pooling, embedding, dropout masks, losses.
+
+In PyTorch: ``aten/src/ATen/native/Convolution.cpp`` (the ``convolution`` op that
+``F.conv2d`` reaches), ``NaiveConvolutionTransposed2d.cpp`` / ``Unfold2d.cpp``
+(im2col), ``DilatedMaxPool2d.cpp``, ``AdaptiveAveragePooling.cpp``, ``Loss.cpp``,
+``LossNLL.cpp``.
+
+The convolution kernel turns the input into *columns* with ``as_strided``: a
+(N, C, kh, kw, Ho, Wo) view of the padded input where element
+[n, c, i, j, y, x] is the input pixel under kernel position (i, j) when the
+output pixel is (y, x).  Then the convolution is one tensor contraction with the
+weight.  The geometry of that view depends only on (input shape, kernel shape,
+stride, padding, dilation, groups), so it is computed once and kept in a small
+LRU cache, like the primitive cache of PyTorch's oneDNN path.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from .. import _dtype as D
+from .common import empty_meta, wrap
+from .registry import register
+
+
+# ---------------------------------------------------------------------------
+# convolution
+# ---------------------------------------------------------------------------
+@functools.lru_cache(maxsize=64)
+def conv_plan(in_shape: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple, groups: int):
+    """Everything about a convolution's geometry that doesn't depend on the values.
+
+    Returns (padded spatial shape, output spatial shape, window view shape).  Cached:
+    a training loop calls the same convolution with the same shapes every step.
+    """
+    nsp = len(in_shape) - 2
+    C = in_shape[1]
+    O, Cg = w_shape[0], w_shape[1]
+    if C != Cg * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(w_shape)}, expected input{list(in_shape)} to have "
+            f"{Cg * groups} channels, but got {C} channels instead")
+    if O % groups != 0:
+        raise RuntimeError("out_channels must be divisible by groups")
+    padded = tuple(in_shape[2 + k] + 2 * padding[k] for k in range(nsp))
+    ksz = w_shape[2:]
+    out = []
+    for k in range(nsp):
+        eff = dilation[k] * (ksz[k] - 1) + 1
+        if padded[k] < eff:
+            raise RuntimeError(
+                f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel size: "
+                f"({' x '.join(map(str, ksz))}). Kernel size can't be greater than actual input size")
+        out.append((padded[k] - eff) // stride[k] + 1)
+    return padded, tuple(out)
+
+
+def _windows(xp: np.ndarray, ksz, out_sp, stride, dilation):
+    """The (N, C, *kernel, *out) im2col view of a padded input (no copy)."""
+    s = xp.strides
+    nsp = len(ksz)
+    shape = xp.shape[:2] + tuple(ksz) + tuple(out_sp)
+    strides = s[:2] + tuple(s[2 + k] * dilation[k] for k in range(nsp)) + \
+        tuple(s[2 + k] * stride[k] for k in range(nsp))
+    return as_strided(xp, shape, strides, writeable=False)
+
+
+def _pad(x: np.ndarray, padding) -> np.ndarray:
+    if not any(padding):
+        return x
+    return np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in padding])
+
+
+def _tuple(v, n):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+def _conv_meta(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    nsp = len(weight._shape) - 2
+    _, out_sp = conv_plan(input._shape, weight._shape, _tuple(stride, nsp), _tuple(padding, nsp),
+                          _tuple(dilation, nsp), groups)
+    return empty_meta((input._shape[0], weight._shape[0]) + out_sp, input.dtype)
+
+
+@register("convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
+          "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",
+          meta=_conv_meta)
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """N-d convolution (1-d and 2-d here) by im2col: a strided window view and one contraction."""
+    if transposed:
+        raise NotImplementedError("transposed convolution is not implemented in course_lib")
+    nsp = len(weight._shape) - 2
+    if input.dtype is not weight.dtype:
+        raise RuntimeError(f"Input type ({input.dtype._tensor_name}Type) and weight type "
+                           f"({weight.dtype._tensor_name}Type) should be the same")
+    stride, padding, dilation = _tuple(stride, nsp), _tuple(padding, nsp), _tuple(dilation, nsp)
+    _, out_sp = conv_plan(input._shape, weight._shape, stride, padding, dilation, groups)
+    x = _pad(input._np(), padding)
+    w = weight._np()
+    win = _windows(x, weight._shape[2:], out_sp, stride, dilation)
+    out = _contract_forward(win, w, groups, nsp)
+    if bias is not None:
+        out += bias._np().reshape((1, -1) + (1,) * nsp)
+    return wrap(out, input.dtype)
+
+
+def _contract_forward(win, w, groups, nsp):
+    N, C = win.shape[:2]
+    O = w.shape[0]
+    ksz = w.shape[2:]
+    out_sp = win.shape[2 + nsp:]
+    K = int(np.prod(ksz))
+    L = int(np.prod(out_sp))
+    Cg, Og = C // groups, O // groups
+    # columns: (N, G, Cg*K, L) -- one copy of the windows, then batched matmul with the weight
+    cols = np.ascontiguousarray(win).reshape(N, groups, Cg * K, L)
+    wm = w.reshape(groups, Og, Cg * K)
+    out = np.matmul(wm[None], cols)  # (N, G, Og, L)
+    return out.reshape((N, O) + tuple(out_sp))
+
+
+def _convolution_backward_meta(grad, input, weight, stride, padding, dilation, groups, has_bias):
+    b = empty_meta((weight._shape[0],), weight.dtype) if has_bias else None
+    return empty_meta(input._shape, input.dtype), empty_meta(weight._shape, weight.dtype), b
+
+
+@register("convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[] stride, SymInt[] padding, "
+          "SymInt[] dilation, SymInt groups, bool has_bias) -> (Tensor, Tensor, Tensor)", variants=(),
+          meta=_convolution_backward_meta)
+def convolution_backward(grad_output, input, weight, stride, padding, dilation, groups, has_bias):
+    """Gradients of ``convolution`` w.r.t. input (col2im), weight (columns x grad) and bias (a sum)."""
+    nsp = len(weight._shape) - 2
+    stride, padding, dilation = _tuple(stride, nsp), _tuple(padding, nsp), _tuple(dilation, nsp)
+    padded, out_sp = conv_plan(input._shape, weight._shape, stride, padding, dilation, groups)
+    g = grad_output._np()
+    w = weight._np()
+    x = _pad(input._np(), padding)
+    N, C = input._shape[:2]
+    O = weight._shape[0]
+    ksz = weight._shape[2:]
+    K = int(np.prod(ksz))
+    L = int(np.prod(out_sp))
+    Cg, Og = C // groups, O // groups
+    gm = g.reshape(N, groups, Og, L)
+    # weight: sum over n of grad (Og x L) @ cols^T (L x Cg*K)
+    win = _windows(x, ksz, out_sp, stride, dilation)
+    cols = np.ascontiguousarray(win).reshape(N, groups, Cg * K, L)
+    gw = np.einsum("ngol,ngkl->gok", gm, cols, optimize=True).reshape(weight._shape)
+    # input: dcols = W^T @ grad, then scatter-add each kernel position back (col2im)
+    wm = w.reshape(groups, Og, Cg * K)
+    dcols = np.matmul(wm.transpose(0, 2, 1)[None], gm).reshape((N, C) + tuple(ksz) + tuple(out_sp))
+    gx = np.zeros((N, C) + tuple(padded), dtype=g.dtype)
+    for pos in np.ndindex(*ksz):
+        sl = tuple(slice(pos[k] * dilation[k], pos[k] * dilation[k] + stride[k] * (out_sp[k] - 1) + 1, stride[k])
+                   for k in range(nsp))
+        gx[(slice(None), slice(None)) + sl] += dcols[(slice(None), slice(None)) + pos]
+    if any(padding):
+        gx = gx[(slice(None), slice(None)) + tuple(slice(p, p + s) for p, s in zip(padding, input._shape[2:]))]
+    gb = g.sum(axis=(0,) + tuple(range(2, 2 + nsp))) if has_bias else None
+    return (wrap(np.ascontiguousarray(gx), input.dtype), wrap(gw.astype(w.dtype, copy=False), weight.dtype),
+            wrap(gb, weight.dtype) if gb is not None else None)
+
+
+# ---------------------------------------------------------------------------
+# pooling
+# ---------------------------------------------------------------------------
+def _pool_out(n, k, s, p, d, ceil_mode):
+    eff = d * (k - 1) + 1
+    num = n + 2 * p - eff
+    o = (-(-num // s) if ceil_mode else num // s) + 1
+    if ceil_mode and (o - 1) * s >= n + p:
+        o -= 1
+    return o
+
+
+def _pool_geometry(input, kernel_size, stride, padding, dilation, ceil_mode, name):
+    k = _tuple(kernel_size, 2)
+    s = _tuple(stride if stride not in (None, []) and stride != () else kernel_size, 2)
+    p = _tuple(padding, 2)
+    d = _tuple(dilation, 2)
+    for i in range(2):
+        if p[i] > k[i] // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p[i]}, "
+                               f"kernel_size={k[i]} and dilation={d[i]}")
+    H, W = input._shape[-2:]
+    out = (_pool_out(H, k[0], s[0], p[0], d[0], ceil_mode), _pool_out(W, k[1], s[1], p[1], d[1], ceil_mode))
+    if out[0] <= 0 or out[1] <= 0:
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, input._shape[-3:]))}). Calculated output size: "
+                           f"({input._shape[-3]}x{out[0]}x{out[1]}). Output size is too small")
+    return k, s, p, d, out
+
+
+def _pool_windows(x, k, s, p, d, out, fill):
+    # pad (plus extra room for ceil_mode) with `fill`, then a strided window view
+    H, W = x.shape[-2:]
+    need_h = (out[0] - 1) * s[0] + d[0] * (k[0] - 1) + 1
+    need_w = (out[1] - 1) * s[1] + d[1] * (k[1] - 1) + 1
+    extra_h = max(0, need_h - (H + 2 * p[0]))
+    extra_w = max(0, need_w - (W + 2 * p[1]))
+    pads = [(0, 0)] * (x.ndim - 2) + [(p[0], p[0] + extra_h), (p[1], p[1] + extra_w)]
+    xp = np.pad(x, pads, constant_values=fill) if any(sum(t) for t in pads) else x
+    st = xp.strides
+    shape = xp.shape[:-2] + out + k
+    strides = st[:-2] + (st[-2] * s[0], st[-1] * s[1], st[-2] * d[0], st[-1] * d[1])
+    return as_strided(xp, shape, strides, writeable=False), xp.shape
+
+
+def _maxpool_meta(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    k, s, p, d, out = _pool_geometry(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
+    sh = input._shape[:-2] + out
+    return empty_meta(sh, input.dtype), empty_meta(sh, D.int64)
+
+
+@register("max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
+          "int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)", meta=_maxpool_meta,
+          variants=("function",))
+def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """2-d max pooling; also returns the flat (h * W + w) index of each maximum, as PyTorch does."""
+    k, s, p, d, out = _pool_geometry(self, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
+    x = self._np()
+    fill = -np.inf if self.dtype.is_floating_point else np.iinfo(self.dtype.np).min
+    win, pshape = _pool_windows(x, k, s, p, d, out, fill)
+    flat = win.reshape(win.shape[:-2] + (-1,))
+    am = flat.argmax(axis=-1)
+    vals = np.take_along_axis(flat, am[..., None], axis=-1)[..., 0]
+    # index in the unpadded input
+    ki, kj = np.divmod(am, k[1])
+    oy = np.arange(out[0]).reshape(-1, 1)
+    ox = np.arange(out[1]).reshape(1, -1)
+    hh = oy * s[0] + ki * d[0] - p[0]
+    ww = ox * s[1] + kj * d[1] - p[1]
+    idx = hh * self._shape[-1] + ww
+    return wrap(np.ascontiguousarray(vals), self.dtype), wrap(idx.astype(np.int64), D.int64)
+
+
+@register("max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor", variants=(),
+          meta=lambda grad_output, self, indices: empty_meta(self._shape, grad_output.dtype))
+def max_pool2d_backward(grad_output, self, indices):
+    """Route each output gradient to the input element that was the maximum."""
+    H, W = self._shape[-2:]
+    lead = int(np.prod(self._shape[:-2]))
+    g = grad_output._np().reshape(lead, -1)
+    idx = indices._np().reshape(lead, -1) + (np.arange(lead) * H * W)[:, None]
+    out = np.bincount(idx.reshape(-1), weights=g.reshape(-1).astype(np.float64), minlength=lead * H * W)
+    return wrap(out.astype(grad_output.dtype.np).reshape(self._shape), grad_output.dtype)
+
+
+def _avgpool_meta(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                  divisor_override=None):
+    k, s, p, d, out = _pool_geometry(self, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d")
+    return empty_meta(self._shape[:-2] + out, self.dtype)
+
+
+def _avg_divisor(H, W, k, s, p, out, ceil_mode, count_include_pad, divisor_override):
+    if divisor_override:
+        return np.full(out, float(divisor_override))
+    oy = np.arange(out[0])
+    ox = np.arange(out[1])
+    hs = oy * s[0] - p[0]
+    ws = ox * s[1] - p[1]
+    he = np.minimum(hs + k[0], H + p[0])
+    we = np.minimum(ws + k[1], W + p[1])
+    if count_include_pad:
+        return ((he - hs)[:, None] * (we - ws)[None, :]).astype(np.float64)
+    hs2, ws2 = np.maximum(hs, 0), np.maximum(ws, 0)
+    he2, we2 = np.minimum(he, H), np.minimum(we, W)
+    return ((he2 - hs2)[:, None] * (we2 - ws2)[None, :]).astype(np.float64)
+
+
+@register("avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, "
+          "bool count_include_pad=True, int? divisor_override=None) -> Tensor", meta=_avgpool_meta,
+          variants=("function",))
+def avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """2-d average pooling (padding counts as zeros unless ``count_include_pad=False``)."""
+    k, s, p, d, out = _pool_geometry(self, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d")
+    x = self._np()
+    win, _ = _pool_windows(x, k, s, p, d, out, 0)
+    tot = win.sum(axis=(-2, -1), dtype=np.float64)
+    div = _avg_divisor(x.shape[-2], x.shape[-1], k, s, p, out, ceil_mode, count_include_pad, divisor_override)
+    return wrap((tot / div).astype(self.dtype.np), self.dtype)
+
+
+@register("avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, "
+          "bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor", variants=(),
+          meta=lambda grad_output, self, *a: empty_meta(self._shape, grad_output.dtype))
+def avg_pool2d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                        divisor_override):
+    """Spread each output gradient evenly over its window."""
+    k, s, p, d, out = _pool_geometry(self, kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d")
+    H, W = self._shape[-2:]
+    div = _avg_divisor(H, W, k, s, p, out, ceil_mode, count_include_pad, divisor_override)
+    g = grad_output._np() / div
+    need_h = (out[0] - 1) * s[0] + k[0]
+    need_w = (out[1] - 1) * s[1] + k[1]
+    gp = np.zeros(self._shape[:-2] + (max(H + 2 * p[0], need_h), max(W + 2 * p[1], need_w)), np.float64)
+    for i in range(k[0]):
+        for j in range(k[1]):
+            gp[..., i:i + s[0] * (out[0] - 1) + 1:s[0], j:j + s[1] * (out[1] - 1) + 1:s[1]] += g
+    gx = gp[..., p[0]:p[0] + H, p[1]:p[1] + W]
+    return wrap(np.ascontiguousarray(gx).astype(grad_output.dtype.np), grad_output.dtype)
+
+
+# ---------------------------------------------------------------------------
+# losses that need a dedicated kernel
+# ---------------------------------------------------------------------------
+def _nll_meta(self, target, weight=None, reduction=1, ignore_index=-100):
+    if reduction == 0:
+        return empty_meta(target._shape, self.dtype), empty_meta((), self.dtype)
+    return empty_meta((), self.dtype), empty_meta((), self.dtype)
+
+
+_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
+
+
+@register("nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) "
+          "-> (Tensor output, Tensor total_weight)", variants=(), meta=_nll_meta)
+def nll_loss_forward(self, target, weight, reduction, ignore_index):
+    """Negative log likelihood: -self[n, target[n]] (times the class weight), reduced."""
+    x = self._np()
+    t = target._np()
+    if target.dtype is not D.int64:
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype._tensor_name}")
+    if x.ndim == 1:
+        x = x[None]
+        t = t.reshape(1)
+    C = x.shape[1]
+    # move the class dim last: (N, d1.., C)
+    xl = np.moveaxis(x, 1, -1)
+    valid = t != ignore_index
+    tt = np.where(valid, t, 0)
+    if valid.any() and (tt.min() < 0 or tt.max() >= C):
+        bad = tt[(tt < 0) | (tt >= C)][0]
+        raise IndexError(f"Target {bad} is out of bounds.")
+    picked = np.take_along_axis(xl, tt[..., None], axis=-1)[..., 0]
+    w = weight._np()[tt] if weight is not None else np.ones_like(picked)
+    w = np.where(valid, w, 0).astype(x.dtype)
+    losses = -picked * w
+    if reduction == 0:
+        out = losses.reshape(target._shape)
+        return wrap(np.ascontiguousarray(out), self.dtype), wrap(np.zeros((), x.dtype), self.dtype)
+    tw = w.sum()
+    if reduction == 1:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = losses.sum() / tw
+    else:
+        out = losses.sum()
+    return wrap(np.asarray(out, dtype=x.dtype), self.dtype), wrap(np.asarray(tw, dtype=x.dtype), self.dtype)
+
+
+@register("nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, "
+          "SymInt ignore_index, Tensor total_weight) -> Tensor", variants=(),
+          meta=lambda grad_output, self, *a: empty_meta(self._shape, self.dtype))
+def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
+    x = self._np()
+    t = target._np()
+    squeeze = x.ndim == 1
+    if squeeze:
+        t = t.reshape(1)
+    C = self._shape[-1] if squeeze else self._shape[1]
+    valid = t != ignore_index
+    tt = np.where(valid, t, 0)
+    w = weight._np()[tt] if weight is not None else np.ones(tt.shape, x.dtype)
+    w = np.where(valid, w, 0).astype(x.dtype)
+    g = grad_output._np()
+    if reduction == 0:
+        coef = -w * g.reshape(tt.shape)
+    elif reduction == 1:
+        coef = -w * g / total_weight._np()
+    else:
+        coef = -w * g
+    gl = np.zeros(tt.shape + (C,), x.dtype)
+    np.put_along_axis(gl, tt[..., None], coef[..., None].astype(x.dtype), axis=-1)
+    gx = np.moveaxis(gl, -1, 1)
+    if squeeze:
+        gx = gx[0]
+    return wrap(np.ascontiguousarray(gx), self.dtype)
+
+
+@register("embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1) -> Tensor", variants=("function",),
+          meta=lambda weight, indices, padding_idx=-1: empty_meta(indices._shape + weight._shape[1:], weight.dtype))
+def embedding(weight, indices, padding_idx=-1):
+    """Rows of ``weight`` picked by integer ``indices``."""
+    if indices.dtype.category != D._INT:
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got torch.{indices.dtype._tensor_name}Tensor instead (while checking "
+                           "arguments for embedding)")
+    i = indices._np()
+    n = weight._shape[0]
+    if i.size and (i.min() < 0 or i.max() >= n):
+        raise IndexError("index out of range in self")
+    return wrap(weight._np()[i], weight.dtype)
+
+
+@register("embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx) "
+          "-> Tensor", variants=(),
+          meta=lambda g, i, n, p: empty_meta((n,) + g._shape[i.dim():], g.dtype))
+def embedding_dense_backward(grad_output, indices, num_weights, padding_idx):
+    i = indices._np().reshape(-1)
+    D_ = grad_output._shape[indices.dim():]
+    g = grad_output._np().reshape(-1, int(np.prod(D_)) if D_ else 1)
+    out = np.zeros((num_weights, g.shape[1]), grad_output.dtype.np)
+    np.add.at(out, i, g)
+    if padding_idx >= 0:
+        out[padding_idx] = 0
+    return wrap(out.reshape((num_weights,) + D_), grad_output.dtype)
+
+
+def _install(tensor_cls):
+    pass
