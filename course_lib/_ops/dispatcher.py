@@ -13,6 +13,11 @@ course_lib tries three keys, in order:
 3. **Backend**: the ``meta`` kernel if the inputs live on the meta device,
    else the ``cpu`` kernel.
 
+Composite ops (``kind="composite"``: ``matmul``, ``reshape``, ``flatten``, ...)
+have no kernel of their own: their "kernel" calls other ops through the
+dispatcher.  Modes do not see them, only the ops they decompose into, as with
+PyTorch's CompositeImplicitAutograd ops (a mode sees ``mm``, not ``matmul``).
+
 The fast path (no mode, nothing requires grad) is a few attribute reads and one
 loop over the op's tensor positions; keep it that way (see ``bench/``).
 """
@@ -41,40 +46,50 @@ _Tensor = None  # set by course_lib._tensor once the class exists
 
 def dispatch(op, args: tuple):
     """Run ``op`` on ``args`` (positional, in schema order) through modes -> autograd -> backend."""
-    if _mode_stack:
+    if _mode_stack and not op.composite:
         mode = _mode_stack.pop()
         try:
             return mode.__torch_dispatch__(op, _types(op, args), args, {})
         finally:
             _mode_stack.append(mode)
-    ag = op.autograd
-    if ag is not None and grad_state.enabled:
-        T = _Tensor
-        for i in op.tensor_pos:
-            a = args[i]
-            if isinstance(a, T) and a.requires_grad:
-                return ag(op, args)
-        for i in op.tensor_list_pos:
-            for a in args[i]:
-                if isinstance(a, T) and a.requires_grad:
-                    return ag(op, args)
-    return backend(op, args)
-
-
-def backend(op, args: tuple):
-    """Pick the device kernel: meta if any tensor input is on the meta device."""
+    # One pass over the tensor arguments: does one require grad (-> Autograd)? Is one
+    # on the meta device (-> meta kernel)?  Grad mode (a thread-local) is only read
+    # when an input requires grad.
     T = _Tensor
+    meta = False
     for i in op.tensor_pos:
         a = args[i]
         if isinstance(a, T):
+            if a._requires_grad and op.autograd is not None and grad_state.enabled:
+                return op.autograd(op, args)
             if a._storage.data is None:
-                _check_same_device(op, args, "meta")
-                return op.meta(*args)
-            return op.cpu(*args)
+                meta = True
+    if op.tensor_list_pos:
+        for i in op.tensor_list_pos:
+            for a in args[i]:
+                if isinstance(a, T):
+                    if a._requires_grad and op.autograd is not None and grad_state.enabled:
+                        return op.autograd(op, args)
+                    if a._storage.data is None:
+                        meta = True
+    if meta:
+        _check_same_device(op, args)
+        return op.meta(*args)
+    return op.cpu(*args)
+
+
+def backend(op, args: tuple):
+    """Pick the device kernel: meta if any tensor input is on the meta device, else cpu."""
+    T = _Tensor
+    for i in op.tensor_pos:
+        a = args[i]
+        if isinstance(a, T) and a._storage.data is None:
+            _check_same_device(op, args)
+            return op.meta(*args)
     for i in op.tensor_list_pos:
         for a in args[i]:
             if isinstance(a, T) and a._storage.data is None:
-                _check_same_device(op, args, "meta")
+                _check_same_device(op, args)
                 return op.meta(*args)
     return op.cpu(*args)
 
@@ -84,20 +99,21 @@ def redispatch_below_autograd(op, args: tuple):
     return backend(op, args)
 
 
-def _check_same_device(op, args, dev):
+def _check_same_device(op, args):
+    """All tensor arguments on one device (0-d CPU tensors may join any device, as in PyTorch)."""
     T = _Tensor
-    devices = set()
-    for i in op.tensor_pos:
-        if isinstance(args[i], T):
-            devices.add(args[i]._storage.device)
+    tensors = [args[i] for i in op.tensor_pos if isinstance(args[i], T)]
     for i in op.tensor_list_pos:
-        for a in args[i]:
-            if isinstance(a, T):
-                devices.add(a._storage.device)
-    if len(devices) > 1:
-        a, b = sorted(devices)
-        raise RuntimeError(
-            f"Expected all tensors to be on the same device, but found at least two devices, {a} and {b}!")
+        tensors.extend(a for a in args[i] if isinstance(a, T))
+    expected = None
+    for a in tensors:
+        dev = a._storage.device
+        if dev == "cpu" and not a._shape:
+            continue
+        if expected is None:
+            expected = dev
+        elif dev != expected:
+            raise RuntimeError(f"Tensor on device {dev} is not on the expected device {expected}!")
 
 
 def _types(op, args):

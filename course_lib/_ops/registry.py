@@ -89,7 +89,7 @@ class OpDef:
 
     __slots__ = ("name", "schema", "args", "returns", "cpu", "meta", "autograd", "variants",
                  "inplace", "tensor_pos", "tensor_list_pos", "kind", "doc", "is_view",
-                 "is_inplace", "overload", "functional", "autograd_spec")
+                 "is_inplace", "overload", "functional", "autograd_spec", "composite")
 
     def __init__(self, schema: str, cpu: Callable, meta: Callable | None, *,
                  variants=("function", "method"), inplace: str | None = None,
@@ -107,6 +107,7 @@ class OpDef:
         self.tensor_pos = tuple(i for i, a in enumerate(self.args) if a.is_tensor)
         self.tensor_list_pos = tuple(i for i, a in enumerate(self.args) if a.is_tensor_list)
         self.kind = kind
+        self.composite = kind == "composite"  # decomposes into other ops; modes don't see it
         self.doc = doc
         self.is_view = is_view
         self.is_inplace = is_inplace
