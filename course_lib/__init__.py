@@ -39,6 +39,6 @@ from . import autograd  # noqa: E402
 from .autograd import nn_derivatives as _nn_derivatives  # noqa: E402,F401
 from .autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: E402
 
-from . import nn  # noqa: E402
+from . import nn, optim  # noqa: E402
 
 __version__ = "0.1.0"
