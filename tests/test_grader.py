@@ -1,0 +1,274 @@
+"""The grader on every edge case of issue 2, with notebooks built in tmp dirs.
+
+Grading runs a kernel per notebook, so the notebooks of each group are graded
+once per module, in parallel (one notebook per worker), and the tests read the
+results.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from course_lib.grading import notebook as nbio
+from course_lib.grading.grader import ERROR, FAIL, NOT_ATTEMPTED, PASS, TIMEOUT, grade_many, grade_notebook
+from course_lib.grading.student import make_student, reset_exercise, stub_source
+
+from grading_cases import cases  # tests/ is on sys.path (rootdir-less "prepend" import)
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions"
+JOBS = 2
+
+
+def _statuses(res):
+    return {e.exercise: e.status for e in res.exercises}
+
+
+@pytest.fixture(scope="module")
+def fast(tmp_path_factory):
+    paths = cases.write(cases.FAST, tmp_path_factory.mktemp("fast"))
+    names = list(paths)
+    results = grade_many([paths[n] for n in names], SOLUTIONS, timeout=30, jobs=JOBS)
+    return {n: (paths[n], r) for n, r in zip(names, results)}
+
+
+@pytest.fixture(scope="module")
+def slow(tmp_path_factory):
+    paths = cases.write(cases.TIMEOUTS, tmp_path_factory.mktemp("slow"))
+    names = list(paths)
+    results = grade_many([paths[n] for n in names], SOLUTIONS, timeout=3, jobs=JOBS)
+    return {n: (paths[n], r) for n, r in zip(names, results)}
+
+
+def _no_leftovers(path: Path):
+    left = [p.name for p in path.parent.iterdir() if p.name != path.name]
+    assert not left, f"grader left files behind: {left}"
+
+
+def test_correct(fast):
+    path, res = fast["correct"]
+    assert res.error is None
+    assert _statuses(res) == {"00.1": PASS, "00.2": PASS, "00.3": PASS}
+    assert res.passed and res.points == res.max_points == 5
+    assert res.notes == []
+    _no_leftovers(path)
+
+
+def test_unfilled_is_not_attempted(fast):
+    _, res = fast["unfilled"]
+    assert set(_statuses(res).values()) == {NOT_ATTEMPTED}
+    assert res.points == 0 and not res.passed
+
+
+def test_wrong_answer_fails_with_the_case(fast):
+    _, res = fast["wrong"]
+    assert _statuses(res) == {"00.1": FAIL, "00.2": PASS, "00.3": PASS}
+    msg = res.exercises[0].message
+    assert msg.startswith("✗ 00.1 fizzbuzz: case 10/15 failed")
+    assert "expected: 'FizzBuzz'" in msg and "got:      'Fizz'" in msg and "hint:" in msg
+    assert "Traceback" not in msg and "File " not in msg  # IPython showed only the message
+    assert res.points == 4
+
+
+def test_wrong_then_saved_compares_with_the_solutions_output(fast):
+    _, res = fast["wrong_then_saved"]
+    assert _statuses(res)["00.1"] == FAIL
+
+
+def test_edited_check_cell_is_restored(fast):
+    _, res = fast["edited_check"]
+    assert _statuses(res)["00.1"] == FAIL
+    assert any("00.1" in n and "restored" in n for n in res.notes)
+
+
+def test_deleted_check_cell_is_put_back(fast):
+    _, res = fast["deleted_check"]
+    assert _statuses(res) == {"00.1": PASS, "00.2": FAIL, "00.3": PASS}
+    assert "expected: raises ValueError" in res.exercises[1].message
+    assert any("00.2" in n and "put back" in n for n in res.notes)
+
+
+def test_cut_and_pasted_check_cell_is_found_and_moved_after_its_solution(fast):
+    _, res = fast["cut_and_pasted_check"]
+    # 00.3's check was pasted above its solution cell; run there it would fail
+    assert _statuses(res) == {"00.1": FAIL, "00.2": PASS, "00.3": PASS}
+    assert res.notes == []
+
+
+def test_nbformat_44_without_ids(fast):
+    _, res = fast["nbformat_44"]
+    assert res.error is None and res.passed
+
+
+def test_syntax_error(fast):
+    _, res = fast["syntax_error"]
+    assert _statuses(res) == {"00.1": PASS, "00.2": FAIL, "00.3": PASS}
+    assert res.exercises[1].message.startswith("your solution cell raised SyntaxError")
+
+
+def test_prints_and_failing_scratch_cells_do_not_change_verdicts(fast):
+    _, res = fast["noisy"]
+    assert res.passed
+    assert len(res.notes) == 1 and "my-scratch" in res.notes[0] and "NameError" in res.notes[0]
+
+
+def test_invalid_json(fast):
+    path, res = fast["invalid_json"]
+    assert res.exercises == [] and not res.passed
+    assert "invalid JSON at line" in res.error
+    _no_leftovers(path)
+
+
+def test_notebook_of_another_chapter(fast):
+    _, res = fast["another_chapter"]
+    assert "chapter 01, not of chapter 00" in res.error
+
+
+def test_missing_file(tmp_path):
+    res = grade_notebook(tmp_path / "00_welcome.ipynb", SOLUTIONS)
+    assert res.error.endswith("file not found") and not res.passed
+
+
+def test_unknown_chapter(tmp_path):
+    path = tmp_path / "42_unknown.ipynb"
+    path.write_text(cases.correct(), encoding="utf-8")
+    res = grade_notebook(path, SOLUTIONS)
+    assert "no solutions notebook" in res.error
+
+
+@pytest.mark.slow
+def test_infinite_loops_time_out_and_later_exercises_are_graded(slow):
+    path, res = slow["infinite_loops"]
+    assert _statuses(res) == {"00.1": TIMEOUT, "00.2": PASS, "00.3": TIMEOUT}
+    assert "longer than 3 s" in res.exercises[0].message
+    _no_leftovers(path)
+
+
+@pytest.mark.slow
+def test_code_swallowing_keyboard_interrupt(slow):
+    _, res = slow["swallows_interrupt"]
+    assert _statuses(res) == {"00.1": PASS, "00.2": TIMEOUT, "00.3": PASS}
+    assert "KeyboardInterrupt" in res.exercises[1].message
+
+
+@pytest.mark.slow
+def test_code_that_prints_forever_and_swallows_interrupt_is_killed(slow):
+    _, res = slow["prints_and_swallows"]
+    assert _statuses(res) == {"00.1": PASS, "00.2": TIMEOUT, "00.3": PASS}
+
+
+# ------------------------------------------------------------------ the command line
+
+
+def _course(*args, cwd=ROOT, timeout=300):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    return subprocess.run([sys.executable, "-m", "course_lib.grading", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_cli_grade_json_and_exit_status(tmp_path):
+    good = tmp_path / "a" / "00_welcome.ipynb"
+    bad = tmp_path / "b" / "00_welcome.ipynb"
+    for p, text in ((good, cases.correct()), (bad, cases.invalid_json())):
+        p.parent.mkdir()
+        p.write_text(text, encoding="utf-8")
+    out = _course("grade", good, "--solutions", SOLUTIONS, "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    data = json.loads(out.stdout)
+    assert data[0]["passed"] and data[0]["points"] == 5
+    assert [e["status"] for e in data[0]["exercises"]] == [PASS] * 3
+    out = _course("grade", good, bad, "--solutions", SOLUTIONS, "-n", "2")
+    assert out.returncode == 1
+    assert "00.1 fizzbuzz" in out.stdout and "PASS" in out.stdout and "invalid JSON" in out.stdout
+    assert "Traceback" not in out.stdout + out.stderr
+
+
+def test_cli_batch_csv(tmp_path):
+    batch = tmp_path / "submissions"
+    for student, build in (("alice", cases.correct), ("bob", cases.unfilled), ("carol", cases.invalid_json)):
+        (batch / student).mkdir(parents=True)
+        (batch / student / "00_welcome.ipynb").write_text(build(), encoding="utf-8")
+    book = tmp_path / "gradebook.csv"
+    out = _course("grade", "--batch", batch, "--csv", book, "-n", "auto", "--solutions", SOLUTIONS)
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = list(csv.DictReader(book.open(encoding="utf-8")))
+    table = {(r["student"], r["exercise"]): (r["status"], r["points"]) for r in rows}
+    assert table[("alice", "00.2")] == (PASS, "2")
+    assert table[("bob", "00.3")] == (NOT_ATTEMPTED, "0")
+    assert table[("carol", "")] == (ERROR, "0")
+    assert {r["chapter"] for r in rows if r["student"] != "carol"} == {"00"}
+
+
+def test_cli_usage_errors_are_messages():
+    out = _course("grade")
+    assert out.returncode == 2 and "name the notebooks" in out.stderr and "Traceback" not in out.stderr
+
+
+# ------------------------------------------------------------------ make-student, reset, execute
+
+
+def test_stub_source_keeps_indentation():
+    src = "def f(x):\n    y = 1\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION\n\nz = 2"
+    assert stub_source(src) == "def f(x):\n    y = 1\n    # YOUR CODE HERE\n    raise NotImplementedError()\n\nz = 2"
+    top = "### BEGIN SOLUTION\nx = 1\n### END SOLUTION"
+    assert stub_source(top) == "# YOUR CODE HERE\nraise NotImplementedError()"
+
+
+def test_make_student_check_and_rewrite(tmp_path):
+    notebooks = tmp_path / "notebooks"
+    assert make_student(SOLUTIONS, notebooks, check=True) == [f"{p.name} (missing)" for p in sorted(SOLUTIONS.glob("*.ipynb"))]
+    written = make_student(SOLUTIONS, notebooks)
+    first = {p.name: p.read_bytes() for p in notebooks.glob("*.ipynb")}
+    assert written and make_student(SOLUTIONS, notebooks) == []  # byte-identical on rerun
+    assert first == {p.name: p.read_bytes() for p in notebooks.glob("*.ipynb")}
+    target = notebooks / "00_welcome.ipynb"
+    target.write_text(target.read_text(encoding="utf-8").replace("YOUR CODE HERE", "edited"), encoding="utf-8")
+    out = _course("make-student", "--check", "--solutions", SOLUTIONS, "--notebooks", notebooks)
+    assert out.returncode == 1 and "00_welcome.ipynb" in out.stdout
+
+
+def test_reset_restores_one_exercise_only(tmp_path):
+    path = tmp_path / "00_welcome.ipynb"
+    text = cases.deleted_check()  # 00.2 answered wrongly and its check deleted
+    path.write_text(text, encoding="utf-8")
+    before = nbio.read(path)
+    out = _course("reset", path, "00.2", "--solutions", SOLUTIONS)
+    assert out.returncode == 0, out.stderr
+    after = nbio.read(path)
+    learner = nbio.read(ROOT / "notebooks" / "00_welcome.ipynb")
+    by_id = {c.id: c for c in after.cells}
+    assert by_id["ex-00-2-solution"].source == next(c for c in learner.cells if c.id == "ex-00-2-solution").source
+    assert "ex-00-2-check" in by_id, "the deleted check cell is back"
+    ids = [c.id for c in after.cells]
+    assert ids.index("ex-00-2-check") == ids.index("ex-00-2-solution") + 1
+    for c in before.cells:  # everything else untouched
+        if c.id not in ("ex-00-2-solution",):
+            assert by_id[c.id] == c
+    out = _course("reset", path, "00.9", "--solutions", SOLUTIONS)
+    assert out.returncode == 2 and "no exercise 00.9" in out.stderr
+
+
+@pytest.mark.slow
+def test_execute_is_deterministic(tmp_path):
+    """Re-executing the solutions notebook reproduces it byte for byte."""
+    for src in SOLUTIONS.glob("*.ipynb"):
+        copy = tmp_path / src.name
+        copy.write_bytes(src.read_bytes())
+        out = _course("execute", copy)
+        assert out.returncode == 0, out.stderr
+        assert copy.read_bytes() == src.read_bytes(), f"{src.name}: `course execute` changes it"
+
+
+def test_execute_fails_loudly_on_an_error(tmp_path):
+    path = tmp_path / "00_broken.ipynb"
+    nbio.write_notebook(path, [nbio.code("1 / 0", id="boom"), nbio.check_cell("00.1", "x", 1, id="c")], title="b")
+    before = path.read_bytes()
+    out = _course("execute", path)
+    assert out.returncode == 1 and "ZeroDivisionError" in out.stderr
+    assert path.read_bytes() == before
