@@ -4,7 +4,7 @@ Importing this package registers every op.  ``install`` then generates the
 bindings (``course_lib.add``, ``Tensor.add``, ...) from the registry.
 """
 from . import registry, dispatcher, common  # noqa: F401
-from . import pointwise, reductions, views, linalg, tensor_ops, nn_ops  # noqa: F401
+from . import pointwise, reductions, views, linalg, tensor_ops, nn_ops, normalization  # noqa: F401
 from .registry import OPS
 
 
@@ -17,7 +17,7 @@ def _register_inplace_variants() -> None:
 def install(tensor_cls, namespace: dict) -> None:
     """Finish the registry (in-place variants) and generate the Python bindings."""
     from . import bindings, python_methods
-    for mod in (pointwise, reductions, views, linalg, tensor_ops, nn_ops):
+    for mod in (pointwise, reductions, views, linalg, tensor_ops, nn_ops, normalization):
         mod._install(tensor_cls)
     _register_inplace_variants()
     bindings.generate(namespace, tensor_cls)

@@ -72,3 +72,149 @@ _nll_kernel()
 def _embedding(ctx, g):
     return dispatch(OPS["embedding_dense_backward"], (g, ctx.indices, _shape(ctx, "weight")[0],
                                                       ctx.padding_idx)), None
+
+
+# ---------------------------------------------------------------------------
+# normalization: one fused backward node per layer
+# ---------------------------------------------------------------------------
+def _keep_outputs(op_name, names):
+    """Save extra outputs of ``op_name`` (the statistics) on its node, for the formula."""
+    op = OPS[op_name]
+    inner = op.autograd
+
+    def kernel(op_, args):
+        out = inner(op_, args)
+        node = out[0].grad_fn
+        if node is not None:
+            for i, name in enumerate(names, 1):
+                node._saved[name] = out[i].detach()
+        return out
+    op.autograd = kernel
+
+
+def _composite_norm_backward(x, g, gamma_b, axes, eps, subtract_mean=True):
+    """The same formula as the fused kernel, written with differentiable ops (used when
+    ``create_graph=True``, so second derivatives work)."""
+    if subtract_mean:
+        mean = x.mean(axes, keepdim=True)
+        xc = x - mean
+    else:
+        xc = x
+    invstd = ((xc * xc).mean(axes, keepdim=True) + eps).rsqrt()
+    xhat = xc * invstd
+    dxhat = g * gamma_b if gamma_b is not None else g
+    proj = (dxhat * xhat).mean(axes, keepdim=True)
+    if subtract_mean:
+        dx = (dxhat - dxhat.mean(axes, keepdim=True) - xhat * proj) * invstd
+    else:
+        dx = (dxhat - xhat * proj) * invstd
+    return dx, xhat
+
+
+def _creating_graph() -> bool:
+    from .._ops.dispatcher import grad_state
+    return grad_state.enabled
+
+
+@derivative("native_batch_norm", "NativeBatchNormBackward0", save={"input": ALL, "weight": ALL})
+def _batch_norm(ctx, g, *_stats_grads):
+    x, w = ctx.input, ctx.weight
+    n = ctx.needs_input_grad
+    if _creating_graph():
+        nd = x.dim()
+        axes = (0,) + tuple(range(2, nd))
+        shp = (1, -1) + (1,) * (nd - 2)
+        wb = w.reshape(shp) if w is not None else None
+        if ctx.training:
+            dx, xhat = _composite_norm_backward(x, g, wb, axes, ctx.eps)
+        else:
+            invstd = (ctx.running_var.reshape(shp) + ctx.eps).rsqrt()
+            xhat = (x - ctx.running_mean.reshape(shp)) * invstd
+            dx = g * invstd * (wb if wb is not None else 1)
+        return dx, (g * xhat).sum(axes) if len(n) > 1 and n[1] else None, g.sum(axes) if len(n) > 2 and n[2] else None
+    # in training the running statistics are not needed (and may have been updated since)
+    rm, rv = (None, None) if ctx.training else (ctx.running_mean, ctx.running_var)
+    dx, dw, db = dispatch(OPS["native_batch_norm_backward"], (g, x, w, rm, rv, ctx.save_mean, ctx.save_invstd,
+                                                              ctx.training, ctx.eps))
+    return (dx if n[0] else None), (dw if len(n) > 1 and n[1] else None), (db if len(n) > 2 and n[2] else None)
+
+
+_keep_outputs("native_batch_norm", ("save_mean", "save_invstd"))
+
+
+def _bn_eval_stats():
+    # eval mode: the formula needs the running statistics (saved with their versions)
+    from .graph import SavedTensor
+    op = OPS["native_batch_norm"]
+    inner = op.autograd
+
+    def kernel(op_, args):
+        out = inner(op_, args)
+        node = out[0].grad_fn
+        if node is not None and not args[5]:
+            node._saved["running_mean"] = SavedTensor(args[3])
+            node._saved["running_var"] = SavedTensor(args[4])
+        return out
+    op.autograd = kernel
+
+
+_bn_eval_stats()
+
+
+@derivative("native_layer_norm", "NativeLayerNormBackward0", save={"input": ALL, "weight": ALL, "bias": ALL})
+def _layer_norm(ctx, g, *_stats_grads):
+    x, w = ctx.input, ctx.weight
+    n = ctx.needs_input_grad
+    ns = tuple(ctx.normalized_shape)
+    if _creating_graph():
+        axes = tuple(range(x.dim() - len(ns), x.dim()))
+        lead = tuple(range(x.dim() - len(ns)))
+        dx, xhat = _composite_norm_backward(x, g, w, axes, ctx.eps)
+        dw = (g * xhat).sum(lead) if lead else g * xhat
+        db = g.sum(lead) if lead else g
+        return dx, (dw if len(n) > 1 and n[1] else None), (db if len(n) > 2 and n[2] else None)
+    dx, dw, db = dispatch(OPS["native_layer_norm_backward"], (g, x, ns, ctx.mean, ctx.rstd, w, ctx.bias))
+    return (dx if n[0] else None), (dw if len(n) > 1 and n[1] else None), (db if len(n) > 2 and n[2] else None)
+
+
+_keep_outputs("native_layer_norm", ("mean", "rstd"))
+
+
+@derivative("native_group_norm", "NativeGroupNormBackward0", save={"input": ALL, "weight": ALL})
+def _group_norm(ctx, g, *_stats_grads):
+    x, w = ctx.input, ctx.weight
+    n = ctx.needs_input_grad
+    N, C, G = ctx.N, ctx.C, ctx.group
+    if _creating_graph():
+        xg = x.reshape(N, G, -1)
+        gg = g.reshape(N, G, C // G, -1)
+        wb = w.reshape(1, G, C // G, 1) if w is not None else None
+        xg4 = xg.reshape(N, G, C // G, -1)
+        dx, xhat = _composite_norm_backward(xg4, gg, wb, (2, 3), ctx.eps)
+        xh = xhat.reshape(N, C, -1)
+        g3 = g.reshape(N, C, -1)
+        return (dx.reshape(x.shape), (g3 * xh).sum((0, 2)) if len(n) > 1 and n[1] else None,
+                g3.sum((0, 2)) if len(n) > 2 and n[2] else None)
+    dx, dw, db = dispatch(OPS["native_group_norm_backward"], (g, x, ctx.mean, ctx.rstd, w, N, C, ctx.HxW, G))
+    return (dx if n[0] else None), (dw if len(n) > 1 and n[1] else None), (db if len(n) > 2 and n[2] else None)
+
+
+_keep_outputs("native_group_norm", ("mean", "rstd"))
+
+
+@derivative("rms_norm_fused", "RmsNormBackward0", save={"input": ALL, "weight": ALL})
+def _rms_norm(ctx, g, *_stats_grads):
+    x, w = ctx.input, ctx.weight
+    n = ctx.needs_input_grad
+    ns = tuple(ctx.normalized_shape)
+    if _creating_graph():
+        axes = tuple(range(x.dim() - len(ns), x.dim()))
+        lead = tuple(range(x.dim() - len(ns)))
+        dx, xhat = _composite_norm_backward(x, g, w, axes, ctx.eps, subtract_mean=False)
+        dw = (g * xhat).sum(lead) if lead else g * xhat
+        return dx, (dw if len(n) > 1 and n[1] else None)
+    dx, dw = dispatch(OPS["rms_norm_backward"], (g, x, ns, ctx.rstd, w))
+    return (dx if n[0] else None), (dw if len(n) > 1 and n[1] else None)
+
+
+_keep_outputs("rms_norm_fused", ("rstd",))

@@ -436,3 +436,98 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
+
+
+# ---------------------------------------------------------------------------
+# normalization (kernels in course_lib/_ops/normalization.py)
+# ---------------------------------------------------------------------------
+def _verify_batch_size(size) -> None:
+    size_prods = size[0]
+    for i in range(len(size) - 2):
+        size_prods *= size[i + 2]
+    if size_prods == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"torch.Size({list(size)})")
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None, weight: Tensor | None = None,
+               bias: Tensor | None = None, training: bool = False, momentum: float = 0.1,
+               eps: float = 1e-5) -> Tensor:
+    """Normalise each channel (dim 1) over the batch and spatial dims.
+
+    Training: batch statistics (biased variance), and running_mean/var updated in place with
+    ``momentum`` (running_var with the unbiased variance).  Eval: the running statistics.
+    """
+    if training:
+        _verify_batch_size(tuple(input.shape))
+    elif running_mean is None or running_var is None:
+        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    out, _, _ = _op("native_batch_norm", input, weight, bias, running_mean, running_var, training, momentum, eps)
+    return out
+
+
+def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """Normalise over the trailing ``normalized_shape`` dims of each sample (same in train and eval)."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    out, _, _ = _op("native_layer_norm", input, tuple(normalized_shape), weight, bias, eps)
+    return out
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """Normalise each sample over groups of channels (and the spatial dims)."""
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    N, C = input.shape[0], input.shape[1]
+    if C % num_groups != 0:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(input.shape)} and num_groups={num_groups}")
+    HxW = input.numel() // (N * C) if N * C else 0
+    out, _, _ = _op("native_group_norm", input, weight, bias, N, C, HxW, num_groups, eps)
+    return out
+
+
+def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
+                  weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each (sample, channel) over its spatial dims.
+
+    As in PyTorch, this is batch norm on the input viewed as (1, N*C, *spatial); running statistics
+    (if tracked) are the average over the batch of the per-instance ones.
+    """
+    if use_input_stats:
+        _verify_spatial_size(tuple(input.shape))
+    N, C = input.shape[0], input.shape[1]
+    x = input.reshape((1, N * C) + tuple(input.shape[2:]))
+    rm = running_mean.repeat(N) if running_mean is not None else None
+    rv = running_var.repeat(N) if running_var is not None else None
+    w = weight.repeat(N) if weight is not None else None
+    b = bias.repeat(N) if bias is not None else None
+    out, _, _ = _op("native_batch_norm", x, w, b, rm, rv, use_input_stats, momentum, eps)
+    if running_mean is not None and use_input_stats:
+        from ..autograd.grad_mode import no_grad
+        with no_grad():
+            running_mean.copy_(rm.view(N, C).mean(0))
+            running_var.copy_(rv.view(N, C).mean(0))
+    return out.view(tuple(input.shape))
+
+
+def _verify_spatial_size(size) -> None:
+    size_prods = 1
+    for i in range(2, len(size)):
+        size_prods *= size[i]
+    if size_prods == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size torch.Size({list(size)})")
+
+
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
+    """x / sqrt(mean(x^2) + eps) * weight over the trailing dims (eps defaults to the dtype's machine epsilon)."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    if eps is None:
+        import numpy as np
+        eps = float(np.finfo(input.dtype.np).eps)
+    out, _ = _op("rms_norm_fused", input, tuple(normalized_shape), weight, eps)
+    return out
