@@ -266,11 +266,11 @@ def _store_scalar(obj, dtype: D.dtype):
         obj = obj._np().reshape(()).item()
     if cat == D._FLOAT:
         d = _as_double(obj)
-        if dtype is D.float16:
-            return np.float16(np.float32(d)).item()
-        if dtype is D.float32:
-            return np.float32(d).item()
-        return d
+        if dtype is D.float64:
+            return d
+        with np.errstate(over="ignore"):           # too large -> inf, as the C cast does
+            f = np.float32(d)
+            return (np.float16(f) if dtype is D.float16 else f).item()
     if cat == D._BOOL:
         if isinstance(obj, builtins.float):
             return obj != 0                       # NaN is True, as in C
@@ -720,6 +720,7 @@ def arange(start=0, end=None, step=1, *, dtype: D.dtype | None = None, device=No
         n = builtins.int(size_d)
         values = None
         if _parse_device(device) != "meta":
+            # PyTorch's vectorised kernel can differ from start + i * step in the last bit.
             if dtype.category == D._FLOAT:
                 acc = np.float32 if dtype is D.float16 else np.float64
                 values = acc(fs) + np.arange(n, dtype=acc) * acc(fstep)
@@ -733,14 +734,35 @@ def arange(start=0, end=None, step=1, *, dtype: D.dtype | None = None, device=No
     return _check_requires_grad(t, requires_grad)
 
 
+def _fma(a, b, c):
+    """``a * b + c`` rounded once, as a fused multiply-add (vectorised, float64).
+
+    The product's rounding error is recovered exactly (Dekker's two-product),
+    the sum's by two-sum, and both are added back.  PyTorch's compiled kernels
+    contract ``start + step * i`` into an FMA, so this reproduces their last bit.
+    """
+    a, b, c = np.asarray(a, np.float64), np.asarray(b, np.float64), np.asarray(c, np.float64)
+    p = a * b
+    split = 134217729.0                      # 2**27 + 1
+    ta, tb = split * a, split * b
+    ah, bh = ta - (ta - a), tb - (tb - b)
+    al, bl = a - ah, b - bh
+    ep = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    s = p + c
+    bb = s - p
+    es = (p - (s - bb)) + (c - bb)
+    return s + (ep + es)
+
+
 def linspace(start, end, steps: int, *, dtype: D.dtype | None = None, device=None,
              requires_grad: bool = False, out=None):
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive.
 
-    Like PyTorch's kernel, the first half counts up from ``start`` and the second
-    half counts down from ``end`` (so both ends are exact), in the result dtype
-    (in double precision for integer results, then truncated).  PyTorch's
-    vectorised kernel can differ from this in the last bit for long outputs.
+    As in PyTorch's kernel, ``step = (end - start) / (steps - 1)``; the first half
+    counts up from ``start`` (``start + step * i``) and the second half counts down
+    from ``end`` (``end - step * (steps - 1 - i)``), so both ends are exact.  The
+    arithmetic is PyTorch's too: float32 with a fused multiply-add, float16 in
+    half precision, integer results in double precision and then truncated.
     """
     if isinstance(steps, builtins.float) or not isinstance(steps, (builtins.int, np.integer)):
         raise TypeError(f"linspace(): argument 'steps' (position 3) must be int, not {_tp_name(steps)}")
@@ -755,24 +777,28 @@ def linspace(start, end, steps: int, *, dtype: D.dtype | None = None, device=Non
         return _check_requires_grad(_common.empty_meta((steps,), dtype), requires_grad)
     start, end = _scalar_value(start), _scalar_value(end)
     idx = np.arange(steps)
-    half = steps // 2
+    up = idx < max(steps // 2, 1)          # a single step is ``start``
+    down_n = (steps - 1 - idx)
     with np.errstate(all="ignore"):
-        if dtype.category == D._FLOAT:
-            acc = np.float32 if dtype is D.float16 else dtype.np.type
-            s, e = acc(start), acc(end)
-            if steps == 1:
-                vals = np.array([s], dtype=acc)
-            else:
-                st = (e - s) / acc(steps - 1)
-                vals = np.where(idx < half, s + st * idx.astype(acc),
-                                e - st * (steps - idx - 1).astype(acc)).astype(acc)
+        if dtype is D.float16:
+            h, f = np.float16, np.float32
+            s, e = h(start), h(end)
+            st = h(f(h(f(e) - f(s))) / f(h(steps - 1))) if steps > 1 else h(0)
+            p_up = (f(st) * idx.astype(h).astype(f)).astype(h).astype(f)
+            p_dn = (f(st) * down_n.astype(h).astype(f)).astype(h).astype(f)
+            arr = np.where(up, f(s) + p_up, f(e) - p_dn).astype(h)
         else:
-            s, e = builtins.float(_wrap_int(builtins.int(start), dtype)), \
-                builtins.float(_wrap_int(builtins.int(end), dtype))
-            st = (e - s) / (steps - 1) if steps > 1 else 0.0
-            vals = np.where(idx < half, s + st * idx, e - st * (steps - idx - 1))
-            vals = np.trunc(vals).astype(np.int64)
-        arr = vals.astype(dtype.np)
+            if dtype.category == D._FLOAT:
+                s, e = dtype.np.type(start), dtype.np.type(end)
+                st = (e - s) / dtype.np.type(steps - 1) if steps > 1 else dtype.np.type(0)
+            else:
+                s = builtins.float(_wrap_int(builtins.int(start), dtype))
+                e = builtins.float(_wrap_int(builtins.int(end), dtype))
+                st = (e - s) / (steps - 1) if steps > 1 else 0.0
+            vals = np.where(up, _fma(st, idx, s), _fma(-builtins.float(st), down_n, e))
+            if dtype.category != D._FLOAT:
+                vals = np.trunc(vals)
+            arr = vals.astype(dtype.np)
     return _check_requires_grad(_common.wrap(arr, dtype), requires_grad)
 
 
@@ -852,7 +878,7 @@ def _infer_dense_strides(shape, stride) -> tuple:
 def _like_strides(t) -> tuple:
     """Strides of ``empty_like(t)`` (memory_format=preserve): keep t's layout when dense."""
     shape, stride = t._shape, t._stride
-    if _is_non_overlapping_and_dense(shape, stride):
+    if t.is_contiguous() or _is_non_overlapping_and_dense(shape, stride):
         return stride
     return _infer_dense_strides(shape, stride)
 
