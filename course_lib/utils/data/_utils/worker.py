@@ -1,0 +1,210 @@
+"""The loop a DataLoader worker process runs.
+
+In PyTorch: ``torch/utils/data/_utils/worker.py``.  A worker:
+
+1. seeds Python's ``random``, numpy and course_lib from ``base_seed`` and its
+   id, sets ``get_worker_info()``, then calls ``worker_init_fn(worker_id)``;
+2. waits on its own *index queue* for ``(idx, indices, returned)``, fetches and
+   collates the batch, and puts ``(idx, batch)`` on the shared *result queue*;
+   ``returned`` lists shared-memory blocks the main process gave back;
+3. sends exceptions as an ``ExceptionWrapper`` instead of dying, and for an
+   ``IterableDataset`` reports the end of its iterator once;
+4. stops on ``None``, or when the main process has died (checked every
+   ``MP_STATUS_CHECK_INTERVAL`` seconds while idle).
+"""
+from __future__ import annotations
+
+import os
+import queue
+import random
+from dataclasses import dataclass
+
+from . import MP_STATUS_CHECK_INTERVAL, ExceptionWrapper
+from . import shared_memory as _shm
+
+
+class ManagerWatchdog:
+    """Is the process that started us still alive?  (Our parent changes when it dies.)"""
+
+    def __init__(self):
+        self.manager_pid = os.getppid()
+        self.manager_dead = False
+
+    def is_alive(self) -> bool:
+        if not self.manager_dead:
+            self.manager_dead = os.getppid() != self.manager_pid
+        return not self.manager_dead
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """What ``get_worker_info()`` returns inside a worker.
+
+    ``id`` (0 .. num_workers - 1), ``num_workers``, ``seed`` (this worker's
+    seed: base seed + id) and ``dataset`` (this process's copy of the dataset).
+    """
+
+    id: int
+    num_workers: int
+    seed: int
+    dataset: object
+
+
+_worker_info: WorkerInfo | None = None
+
+
+def get_worker_info() -> WorkerInfo | None:
+    """In a DataLoader worker, information about it; ``None`` in the main process.
+
+    Use it in an ``IterableDataset.__iter__`` to give each worker its own share
+    of the data, or in ``worker_init_fn`` to configure each worker's copy.
+    """
+    return _worker_info
+
+
+@dataclass(frozen=True)
+class _IterableDatasetStopIteration:
+    """Sent once by a worker whose ``IterableDataset`` iterator is exhausted."""
+
+    worker_id: int
+
+
+@dataclass(frozen=True)
+class _ResumeIteration:
+    """Sent to persistent workers at the start of a new epoch; echoed back when they are ready."""
+
+    seed: int | None = None
+
+
+def _generate_state(base_seed: int, worker_id: int) -> list:
+    """numpy's seed for a worker: four 32-bit words hashed from (worker id, base seed).
+
+    PyTorch's ``_generate_state``, an implementation of numpy's ``SeedSequence``
+    mixing, so that the workers' numpy streams are unrelated even though their
+    seeds differ by one.
+    """
+    INIT_A, MULT_A = 0x43B0D7E5, 0x931E8875
+    INIT_B, MULT_B = 0x8B51F9DD, 0x58F38DED
+    MIX_MULT_L, MIX_MULT_R = 0xCA01F9DD, 0x4973F715
+    XSHIFT = 4 * 8 // 2
+    MASK32 = 0xFFFFFFFF
+
+    entropy = [worker_id, base_seed & MASK32, base_seed >> 32, 0]
+    pool = [0] * 4
+    hash_const_A = INIT_A
+
+    def hash(value):
+        nonlocal hash_const_A
+        value = (value ^ hash_const_A) & MASK32
+        hash_const_A = (hash_const_A * MULT_A) & MASK32
+        value = (value * hash_const_A) & MASK32
+        value = (value ^ (value >> XSHIFT)) & MASK32
+        return value
+
+    def mix(x, y):
+        result_x = (MIX_MULT_L * x) & MASK32
+        result_y = (MIX_MULT_R * y) & MASK32
+        result = (result_x - result_y) & MASK32
+        result = (result ^ (result >> XSHIFT)) & MASK32
+        return result
+
+    for i in range(len(pool)):
+        pool[i] = hash(entropy[i])
+    for i_src in range(len(pool)):
+        for i_dst in range(len(pool)):
+            if i_src != i_dst:
+                pool[i_dst] = mix(pool[i_dst], hash(pool[i_src]))
+
+    hash_const_B = INIT_B
+    state = []
+    for i_dst in range(4):
+        data_val = pool[i_dst]
+        data_val = (data_val ^ hash_const_B) & MASK32
+        hash_const_B = (hash_const_B * MULT_B) & MASK32
+        data_val = (data_val * hash_const_B) & MASK32
+        data_val = (data_val ^ (data_val >> XSHIFT)) & MASK32
+        state.append(data_val)
+    return state
+
+
+def _seed_worker(base_seed: int, worker_id: int) -> int:
+    """Seed every random number generator a dataset may use; returns this worker's seed."""
+    import numpy as np
+
+    import course_lib
+
+    seed = base_seed + worker_id
+    random.seed(seed)
+    course_lib.manual_seed(seed)
+    np.random.seed(_generate_state(base_seed, worker_id))
+    return seed
+
+
+def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, auto_collation, collate_fn,
+                 drop_last, base_seed, init_fn, worker_id, num_workers, persistent_workers,
+                 shm_prefix) -> None:
+    """The body of worker process ``worker_id``.  ``shm_prefix`` is None when batches are pickled."""
+    from ..dataloader import _DatasetKind
+
+    global _worker_info
+    try:
+        seed = _seed_worker(base_seed, worker_id)
+        _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)
+        pool = None
+        if shm_prefix is not None:
+            pool = _shm._pool = _shm.BlockPool(f"{shm_prefix}_{worker_id}")
+
+        init_exception = None
+        try:
+            if init_fn is not None:
+                init_fn(worker_id)
+            fetcher = _DatasetKind.create_fetcher(dataset_kind, dataset, auto_collation, collate_fn, drop_last)
+        except Exception:
+            init_exception = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
+
+        # iteration_end: this worker's IterableDataset is exhausted; later tasks are skipped
+        # until the main process resumes us (persistent workers) or stops us.
+        iteration_end = False
+        watchdog = ManagerWatchdog()
+
+        while watchdog.is_alive():
+            try:
+                r = index_queue.get(timeout=MP_STATUS_CHECK_INTERVAL)
+            except queue.Empty:
+                continue
+            if isinstance(r, _ResumeIteration):
+                data_queue.put((r, None))
+                iteration_end = False
+                fetcher = _DatasetKind.create_fetcher(dataset_kind, dataset, auto_collation, collate_fn,
+                                                      drop_last)
+                continue
+            if r is None:
+                break  # the main process tells us to stop
+            idx, index, (reuse, drop) = r
+            if pool is not None:
+                pool.give_back(reuse, drop)
+            if done_event.is_set() or iteration_end:
+                continue  # shutting down, or nothing left to give: skip the task
+            if init_exception is not None:
+                data = init_exception
+                init_exception = None
+            else:
+                try:
+                    data = fetcher.fetch(index)
+                    if pool is not None:
+                        data = _shm.dumps(data, pool, worker_id)
+                except Exception as e:
+                    if isinstance(e, StopIteration) and dataset_kind == _DatasetKind.Iterable:
+                        data = _IterableDatasetStopIteration(worker_id)
+                        iteration_end = True
+                    else:
+                        data = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
+            data_queue.put((idx, data))
+            del data, idx, index, r  # don't keep the batch alive while waiting for the next task
+    except KeyboardInterrupt:
+        # Ctrl-C reaches the whole process group; the main process decides what happens.
+        pass
+    if done_event.is_set():
+        # Don't wait at exit for the result queue's feeder thread to flush batches nobody will read.
+        data_queue.cancel_join_thread()
+        data_queue.close()
