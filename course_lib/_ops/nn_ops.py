@@ -106,19 +106,30 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     return wrap(out, input.dtype)
 
 
+def _columns(win, nsp):
+    """im2col: the window view copied to a (C*K, N*L) matrix (channel-major rows, batch-major columns)."""
+    N, C = win.shape[:2]
+    order = (1,) + tuple(range(2, 2 + nsp)) + (0,) + tuple(range(2 + nsp, 2 + 2 * nsp))
+    return np.ascontiguousarray(win.transpose(order)).reshape(C * int(np.prod(win.shape[2:2 + nsp])), -1)
+
+
 def _contract_forward(win, w, groups, nsp):
+    """out = W (O, C*K) @ columns (C*K, N*L): one BLAS matrix product per group."""
     N, C = win.shape[:2]
     O = w.shape[0]
-    ksz = w.shape[2:]
     out_sp = win.shape[2 + nsp:]
-    K = int(np.prod(ksz))
     L = int(np.prod(out_sp))
-    Cg, Og = C // groups, O // groups
-    # columns: (N, G, Cg*K, L) -- one copy of the windows, then batched matmul with the weight
-    cols = np.ascontiguousarray(win).reshape(N, groups, Cg * K, L)
-    wm = w.reshape(groups, Og, Cg * K)
-    out = np.matmul(wm[None], cols)  # (N, G, Og, L)
-    return out.reshape((N, O) + tuple(out_sp))
+    cols = _columns(win, nsp)
+    rows_per_group = cols.shape[0] // groups
+    Og = O // groups
+    wm = w.reshape(O, -1)
+    if groups == 1:
+        out = wm @ cols
+    else:
+        out = np.empty((O, N * L), dtype=np.result_type(w, win))
+        for gi in range(groups):
+            out[gi * Og:(gi + 1) * Og] = wm[gi * Og:(gi + 1) * Og] @ cols[gi * rows_per_group:(gi + 1) * rows_per_group]
+    return np.ascontiguousarray(out.reshape((O, N) + tuple(out_sp)).swapaxes(0, 1))
 
 
 def _convolution_backward_meta(grad, input, weight, stride, padding, dilation, groups, has_bias):
@@ -143,19 +154,26 @@ def convolution_backward(grad_output, input, weight, stride, padding, dilation, 
     K = int(np.prod(ksz))
     L = int(np.prod(out_sp))
     Cg, Og = C // groups, O // groups
-    gm = g.reshape(N, groups, Og, L)
-    # weight: sum over n of grad (Og x L) @ cols^T (L x Cg*K)
+    # grad as an (O, N*L) matrix, like the forward's output before the final transpose
+    gmat = np.ascontiguousarray(g.reshape(N, O, L).swapaxes(0, 1)).reshape(O, N * L)
     win = _windows(x, ksz, out_sp, stride, dilation)
-    cols = np.ascontiguousarray(win).reshape(N, groups, Cg * K, L)
-    gw = np.einsum("ngol,ngkl->gok", gm, cols, optimize=True).reshape(weight._shape)
-    # input: dcols = W^T @ grad, then scatter-add each kernel position back (col2im)
-    wm = w.reshape(groups, Og, Cg * K)
-    dcols = np.matmul(wm.transpose(0, 2, 1)[None], gm).reshape((N, C) + tuple(ksz) + tuple(out_sp))
+    cols = _columns(win, nsp)                    # (C*K, N*L)
+    wm = w.reshape(O, Cg * K)
+    gw = np.empty((O, Cg * K), dtype=w.dtype)
+    dcols = np.empty_like(cols)
+    for gi in range(groups):
+        o_sl = slice(gi * Og, (gi + 1) * Og)
+        r_sl = slice(gi * Cg * K, (gi + 1) * Cg * K)
+        gw[o_sl] = gmat[o_sl] @ cols[r_sl].T     # weight: grad x columns^T
+        dcols[r_sl] = wm[o_sl].T @ gmat[o_sl]    # columns: W^T x grad
+    gw = gw.reshape(weight._shape)
+    # col2im: add each kernel position's column block back into the padded input gradient
+    dcols = dcols.reshape((C,) + tuple(ksz) + (N,) + tuple(out_sp))
     gx = np.zeros((N, C) + tuple(padded), dtype=g.dtype)
     for pos in np.ndindex(*ksz):
         sl = tuple(slice(pos[k] * dilation[k], pos[k] * dilation[k] + stride[k] * (out_sp[k] - 1) + 1, stride[k])
                    for k in range(nsp))
-        gx[(slice(None), slice(None)) + sl] += dcols[(slice(None), slice(None)) + pos]
+        gx[(slice(None), slice(None)) + sl] += dcols[(slice(None),) + pos].swapaxes(0, 1)
     if any(padding):
         gx = gx[(slice(None), slice(None)) + tuple(slice(p, p + s) for p, s in zip(padding, input._shape[2:]))]
     gb = g.sum(axis=(0,) + tuple(range(2, 2 + nsp))) if has_bias else None
