@@ -1,0 +1,36 @@
+# PyTorch from the inside: two commands.
+#   make course   set up (first time) and open the course in JupyterLab
+#   make test     set up (first time) and run every test
+# Set COURSE_REQUIRE_ORACLE=1 to also install real PyTorch (torch==2.13.0, CPU) and
+# make the oracle tests fail instead of skipping when it is missing (CI does this).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: course test oracle bench notebooks clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	@touch $(STAMP)
+
+course: $(STAMP)
+	$(BIN)/jupyter lab notebooks/00_welcome.ipynb
+
+oracle: $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
+
+test: $(STAMP)
+	@if [ "$$COURSE_REQUIRE_ORACLE" = "1" ]; then $(MAKE) --no-print-directory oracle; fi
+	$(BIN)/python -m pytest -n 2 --dist loadfile
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+notebooks: $(STAMP)
+	$(BIN)/course make-student
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis
