@@ -343,7 +343,9 @@ def gather(self, dim, index):
     d = wrap_dim(dim, len(self._shape))
     if index.dtype is not D.int64:
         raise RuntimeError("gather(): Expected dtype int64 for index")
-    return wrap(np.take_along_axis(self._np(), index._np(), axis=d), self.dtype)
+    # index may be smaller than self in the other dims: only that corner of self is read
+    a = self._np()[tuple(_b.slice(0, s) if k != d else _b.slice(None) for k, s in enumerate(index._shape))]
+    return wrap(np.take_along_axis(a, index._np(), axis=d), self.dtype)
 
 
 @register("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",

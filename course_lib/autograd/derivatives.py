@@ -635,15 +635,44 @@ derivative("diagonal", "DiagonalBackward0")(_scatter_back("diagonal"))
 derivative("unfold", "UnfoldBackward0")(_scatter_back("unfold"))
 
 
-@derivative("as_strided", "AsStridedBackward0", save={"self": ALL})
+@derivative("as_strided", "AsStridedBackward0")
 def _as_strided(ctx, g):
     import course_lib as _cl
-    x = ctx.self
-    if x.is_contiguous():
-        off = (x._offset if ctx.storage_offset is None else ctx.storage_offset) - x._offset
-        return _cl._ops.dispatcher.dispatch(OPS["_view_scatter"], (g, x._shape, tuple(ctx.size), tuple(ctx.stride), off))
+    shape, stride, offset, nstore = ctx._self_geometry
+    off = offset if ctx.storage_offset is None else ctx.storage_offset
+    from .._ops.common import contiguous_strides
+    if tuple(stride) == contiguous_strides(tuple(shape)):
+        return _cl._ops.dispatcher.dispatch(OPS["_view_scatter"], (g, shape, tuple(ctx.size), tuple(ctx.stride),
+                                                                    off - offset))
     from .._ops.views import _as_strided_backward_general
-    return _as_strided_backward_general(g, x, ctx.size, ctx.stride, ctx.storage_offset)
+    return _as_strided_backward_general(g, _Geometry(shape, stride, offset, nstore), ctx.size, ctx.stride,
+                                        ctx.storage_offset)
+
+
+class _Geometry:
+    """Shape, stride and offset of a tensor, without its values (what as_strided's backward needs)."""
+
+    def __init__(self, shape, stride, offset, nstore):
+        self._shape, self._stride, self._offset = shape, stride, offset
+        self._storage = type("S", (), {"_size": nstore})()
+
+
+def _as_strided_kernel():
+    # save the input's geometry, not the input: PyTorch's AsStridedBackward0 keeps only sizes and
+    # strides, so an in-place change of the input later (CopySlices) does not invalidate it
+    op = OPS["as_strided"]
+    inner = op.autograd
+
+    def kernel(op_, args):
+        out = inner(op_, args)
+        if out.grad_fn is not None:
+            x = args[0]
+            out.grad_fn._saved["_self_geometry"] = (x._shape, x._stride, x._offset, x._storage._size)
+        return out
+    op.autograd = kernel
+
+
+_as_strided_kernel()
 
 
 @derivative("_view_scatter", "ViewScatterBackward0")
@@ -716,15 +745,16 @@ def _index(ctx, g):
 
 @derivative("index_put", "IndexPutBackward0", save={"indices": ALL})
 def _index_put(ctx, g):
+    # inputs: self, indices (a list: never differentiable), values
     import course_lib as _cl
     n = ctx.needs_input_grad
     gs = gv = None
     if n[0]:
         gs = g if ctx.accumulate else _cl._ops.dispatcher.dispatch(
             OPS["index_put"], (g, ctx.indices, _cl.zeros((), dtype=g.dtype), False))
-    if len(n) > 1 and n[1]:
+    if n[-1]:
         gv = _cl._ops.dispatcher.dispatch(OPS["index"], (g, ctx.indices))
-    return gs, gv
+    return gs, None, gv
 
 
 @derivative("gather", "GatherBackward0", save={"index": ALL})

@@ -27,6 +27,11 @@ def _flat_outputs(out):
     return [o for o in outs if isinstance(o, Tensor) and o.requires_grad]
 
 
+def _values(out) -> list:
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return [np.array(o.detach()._np(), dtype=np.float64) for o in outs]
+
+
 def _numerical_jacobian(fn, inputs, diff_idx, eps):
     """J[k][i] has shape (numel(output i), numel(input k)) by central differences."""
     with no_grad():
@@ -41,23 +46,21 @@ def _numerical_jacobian(fn, inputs, diff_idx, eps):
         for j, pos in enumerate(flat_positions):
             orig = arr[pos].item()
             with no_grad():
+                # copy the outputs at once: an output may be a view of the input being nudged
                 arr[pos] = orig + eps
-                plus = fn(*inputs)
+                plus = _values(fn(*inputs))
                 arr[pos] = orig - eps
-                minus = fn(*inputs)
+                minus = _values(fn(*inputs))
                 arr[pos] = orig
-            plus = plus if isinstance(plus, (tuple, list)) else (plus,)
-            minus = minus if isinstance(minus, (tuple, list)) else (minus,)
             for i, (p, m) in enumerate(zip(plus, minus)):
-                cols[i][:, j] = ((p.detach()._np().astype(np.float64) - m.detach()._np().astype(np.float64))
-                                 / (2 * eps)).reshape(-1)
+                cols[i][:, j] = ((p - m) / (2 * eps)).reshape(-1)
         jac.append(cols)
     return jac
 
 
 def _analytic_jacobian(fn, inputs, diff_idx):
     from .. import autograd
-    from .._creation import zeros_like
+    from .._creation import zeros
     outs = fn(*inputs)
     outs = outs if isinstance(outs, (tuple, list)) else (outs,)
     jac = [[np.zeros((o.numel(), inputs[k].numel())) for o in outs] for k in diff_idx]
@@ -66,7 +69,7 @@ def _analytic_jacobian(fn, inputs, diff_idx):
         if not o.requires_grad:
             continue
         for r in range(o.numel()):
-            go = zeros_like(o)
+            go = zeros(o._shape, dtype=o.dtype)  # contiguous, so the flat write below lands
             go._np().reshape(-1)[r] = 1
             grads = autograd.grad(o, diff_inputs, go, retain_graph=True, allow_unused=True)
             for kk, g in enumerate(grads):

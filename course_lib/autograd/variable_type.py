@@ -195,7 +195,7 @@ def _record(d: Derivative, args: tuple, out):
         v = args[pos] if pos < n_args else default
         saved[key] = SavedTensor(v) if isinstance(v, T) else v
     # outputs
-    if out.__class__ is tuple:
+    if isinstance(out, tuple):
         outs = out
         node._out_meta = tuple((o._shape, o.dtype) if isinstance(o, T) else None for o in outs)
     else:
@@ -372,7 +372,7 @@ def _rebase_view(view, base, fn) -> None:
 def _register_view(out) -> None:
     """Remember a view of a non-leaf base, so that an in-place change regenerates its ``grad_fn``."""
     T = _Tensor
-    outs = out if out.__class__ is tuple else (out,)
+    outs = out if isinstance(out, tuple) else (out,)
     for o in outs:
         if not isinstance(o, T):
             continue
