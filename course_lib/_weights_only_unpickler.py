@@ -1,0 +1,545 @@
+"""The restricted unpickler behind ``course_lib.load(f)`` (``weights_only=True``, the default).
+
+In PyTorch: ``torch/_weights_only_unpickler.py``.  This file follows it closely:
+same allowlist semantics, same opcode subset, same error texts (with
+``course_lib.serialization`` where PyTorch says ``torch.serialization``).
+
+Why it exists: a pickle is a small program for a stack machine, and two of its
+instructions are enough to run any code.  ``GLOBAL module name`` pushes *any*
+importable object (``os.system``, ``builtins.eval``) and ``REDUCE`` calls what is
+on the stack with a tuple of arguments.  ``pickle.load`` therefore executes
+whatever the file says.  This unpickler runs the same machine, but:
+
+1. ``GLOBAL`` never imports anything.  The name is looked up in an allowlist
+   (tensors, storages, dtypes, ``OrderedDict``, ...) plus the names added with
+   :func:`add_safe_globals`; anything else is refused with an error that names
+   the global.  Modules ``sys``, ``os``, ``posix`` and ``nt`` are refused always,
+   even if someone allowlisted something from them.
+2. ``REDUCE`` and ``NEWOBJ`` only call allowlisted objects; ``BUILD`` only sets
+   the state of tensors, parameters, ``OrderedDict`` and allowlisted types;
+   ``APPEND(S)`` only extends lists; ``SETITEM(S)`` only fills dicts.
+3. Only the protocol-2 opcodes that ``torch.save`` emits are understood; any
+   other byte is refused (``Unsupported operand 149`` is protocol 4's FRAME).
+4. Persistent ids (``BINPERSID``) must be ``('storage', ...)`` tuples.
+
+course_lib adds two guards PyTorch does not have: malformed or truncated data
+always raises :class:`pickle.UnpicklingError` (never ``IndexError`` or
+``EOFError``), and tuples nested deeper than ``MAX_TUPLE_DEPTH`` are refused
+(hashing a tuple nested a million deep overflows CPython's C stack).
+"""
+from __future__ import annotations
+
+import functools
+import struct
+import warnings
+from collections import Counter, OrderedDict
+from pickle import UnpicklingError, decode_long
+from typing import Any, Callable
+
+__all__ = [
+    "Unpickler", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
+    "get_globals_in_pkl", "UnpicklingError",
+]
+
+#: Modules that can never be loaded, even if something from them was allowlisted.
+_blocklisted_modules = ["sys", "os", "posix", "nt"]
+
+#: Tuples deeper than this are refused (see the module docstring).
+MAX_TUPLE_DEPTH = 1000
+
+# Python 2 names that protocol-2 pickles use (torch/_utils.py IMPORT_MAPPING / NAME_MAPPING).
+IMPORT_MAPPING = {
+    "__builtin__": "builtins", "copy_reg": "copyreg", "Queue": "queue", "repr": "reprlib",
+    "_abcoll": "collections.abc", "UserDict": "collections", "UserList": "collections",
+    "UserString": "collections", "whichdb": "dbm", "StringIO": "io", "cStringIO": "io",
+}
+NAME_MAPPING = {
+    ("__builtin__", "xrange"): ("builtins", "range"), ("__builtin__", "reduce"): ("functools", "reduce"),
+    ("__builtin__", "intern"): ("sys", "intern"), ("__builtin__", "unichr"): ("builtins", "chr"),
+    ("__builtin__", "unicode"): ("builtins", "str"), ("__builtin__", "long"): ("builtins", "int"),
+    ("itertools", "izip"): ("builtins", "zip"), ("itertools", "imap"): ("builtins", "map"),
+    ("itertools", "ifilter"): ("builtins", "filter"), ("itertools", "ifilterfalse"): ("itertools", "filterfalse"),
+    ("itertools", "izip_longest"): ("itertools", "zip_longest"),
+    ("UserDict", "IterableUserDict"): ("collections", "UserDict"), ("UserList", "UserList"): ("collections", "UserList"),
+    ("UserString", "UserString"): ("collections", "UserString"), ("__builtin__", "basestring"): ("builtins", "str"),
+    ("exceptions", "StandardError"): ("builtins", "Exception"), ("UserDict", "UserDict"): ("collections", "UserDict"),
+}
+
+# ---------------------------------------------------------------------------------------------
+# The user's allowlist: add_safe_globals / safe_globals
+# ---------------------------------------------------------------------------------------------
+_marked_safe_globals_set: set = set()
+
+
+def add_safe_globals(safe_globals: list[Callable | tuple[Callable, str]]) -> None:
+    """Allow these classes/functions in ``weights_only`` loads.
+
+    Each item is an object (found in the file as ``{__module__}.{__qualname__}``)
+    or a pair ``(object, "full.path.in.the.file")``.  Only allowlist what you
+    trust: an allowlisted callable can be called with any arguments the file chooses.
+
+    >>> class Point: ...
+    >>> add_safe_globals([Point])
+    """
+    global _marked_safe_globals_set
+    _marked_safe_globals_set = _marked_safe_globals_set.union(set(safe_globals))
+
+
+def get_safe_globals() -> list[Callable | tuple[Callable, str]]:
+    """The globals added with :func:`add_safe_globals`."""
+    return list(_marked_safe_globals_set)
+
+
+def clear_safe_globals() -> None:
+    """Forget every global added with :func:`add_safe_globals`."""
+    global _marked_safe_globals_set
+    _marked_safe_globals_set = set()
+
+
+def _remove_safe_globals(globals_to_remove) -> None:
+    global _marked_safe_globals_set
+    _marked_safe_globals_set = _marked_safe_globals_set - set(globals_to_remove)
+
+
+class safe_globals:
+    """Context manager: allow these globals inside the ``with`` block only.
+
+    >>> with safe_globals([Point]):
+    ...     obj = course_lib.load("points.pt")
+    """
+
+    def __init__(self, safe_globals: list[Callable | tuple[Callable, str]]):
+        self.safe_globals = safe_globals
+
+    def __enter__(self):
+        add_safe_globals(self.safe_globals)
+
+    def __exit__(self, type, value, tb):
+        _remove_safe_globals(self.safe_globals)
+
+
+def _get_user_allowed_globals() -> dict[str, Any]:
+    rc: dict[str, Any] = {}
+    for f in _marked_safe_globals_set:
+        if isinstance(f, tuple):
+            if len(f) != 2:
+                raise ValueError(
+                    f"Expected tuple of length 2 (global, str of callable full path), but got tuple of length: {len(f)}")
+            if type(f[1]) is not str:
+                raise TypeError(f"Expected second item in tuple to be str of callable full path, but got: {type(f[1])}")
+            f, name = f
+            rc[name] = f
+        else:
+            rc[f"{f.__module__}.{f.__qualname__}"] = f
+    return rc
+
+
+# ---------------------------------------------------------------------------------------------
+# The built-in allowlist
+# ---------------------------------------------------------------------------------------------
+def _bytearray(*args):
+    # bytearray(str, encoding) is how protocol 2 pickles a bytearray.  bytearray(n) would
+    # allocate n bytes (a memory bomb from a 10-byte pickle), so only data is accepted.
+    if not args or isinstance(args[0], int):
+        raise UnpicklingError("builtins.bytearray may only be called with data in a weights_only load, not a size")
+    return bytearray(*args)
+
+
+_bytearray.__qualname__ = _bytearray.__name__ = "bytearray"
+
+
+@functools.lru_cache(maxsize=1)
+def _get_allowed_globals() -> dict[str, Any]:
+    """Full name in the file -> the course_lib object it stands for."""
+    from _codecs import encode
+
+    from . import serialization as S
+
+    rc: dict[str, Any] = {
+        "collections.OrderedDict": OrderedDict,
+        "collections.Counter": Counter,
+        "_codecs.encode": encode,  # for bytes
+        "builtins.bytearray": _bytearray,  # for bytearray
+        "builtins.set": set,  # for set
+        "builtins.complex": complex,  # for complex
+    }
+    rc.update(S._torch_globals())
+    return rc
+
+
+def _allowed_ids() -> set[int]:
+    # Identity, not equality: `tensor in list_of_allowed` would compare elementwise.
+    return {id(v) for v in _get_allowed_globals().values()} | {id(v) for v in _get_user_allowed_globals().values()}
+
+
+def _read_global_instruction(readline: Callable) -> tuple[str, str]:
+    module = readline().decode("utf-8")
+    name = readline().decode("utf-8")
+    # torch.save uses protocol 2, which writes Python 2 module names (__builtin__)
+    if (module, name) in NAME_MAPPING:
+        module, name = NAME_MAPPING[(module, name)]
+    elif module in IMPORT_MAPPING:
+        module = IMPORT_MAPPING[module]
+    return module, name
+
+
+def _display_name(full_path: str) -> str:
+    # builtins.print is shown as print, as PyTorch does
+    if full_path.startswith("builtins"):
+        rest = full_path[len("builtins"):]
+        return rest[1:] if rest.startswith(".") else "builtins" + rest
+    return full_path
+
+
+def unsupported_global_message(full_path: str) -> str:
+    """The error for a global that is not allowlisted (PyTorch's words)."""
+    full_path = _display_name(full_path)
+    return (f"Unsupported global: GLOBAL {full_path} was not an allowed global by default. "
+            f"Please use `course_lib.serialization.add_safe_globals([{full_path}])` or the "
+            f"`course_lib.serialization.safe_globals([{full_path}])` context manager to allowlist this global "
+            "if you trust this class/function.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Opcodes (the protocol-2 subset torch.save writes; pickle.py has the full list)
+# ---------------------------------------------------------------------------------------------
+MARK, STOP, BINPERSID, REDUCE, BUILD, GLOBAL = b"(", b".", b"Q", b"R", b"b", b"c"
+APPEND, APPENDS, SETITEM, SETITEMS = b"a", b"e", b"s", b"u"
+BININT, BININT1, BININT2, LONG1, BINFLOAT = b"J", b"K", b"M", b"\x8a", b"G"
+BINUNICODE, SHORT_BINSTRING = b"X", b"U"
+NONE, NEWTRUE, NEWFALSE = b"N", b"\x88", b"\x89"
+EMPTY_TUPLE, EMPTY_LIST, EMPTY_DICT, EMPTY_SET = b")", b"]", b"}", b"\x8f"
+TUPLE, TUPLE1, TUPLE2, TUPLE3 = b"t", b"\x85", b"\x86", b"\x87"
+BINGET, LONG_BINGET, BINPUT, LONG_BINPUT = b"h", b"j", b"q", b"r"
+NEWOBJ, PROTO = b"\x81", b"\x80"
+
+_OPNAMES = {v[0]: k for k, v in dict(globals()).items() if isinstance(v, bytes) and len(v) == 1 and k.isupper()}
+
+_bytes_to_skip = {
+    NEWOBJ: 0, REDUCE: 0, BUILD: 0, APPEND: 0, APPENDS: 0, SETITEM: 0, SETITEMS: 0, MARK: 0, TUPLE: 0,
+    TUPLE1: 0, TUPLE2: 0, TUPLE3: 0, NONE: 0, NEWFALSE: 0, NEWTRUE: 0, EMPTY_TUPLE: 0, EMPTY_LIST: 0,
+    EMPTY_DICT: 0, EMPTY_SET: 0, BINPERSID: 0, BININT: 4, BININT1: 1, BININT2: 2, BINFLOAT: 8,
+    BINGET: 1, LONG_BINGET: 4, BINPUT: 1, LONG_BINPUT: 4,
+}
+
+
+class _Reader:
+    """read(n)/readline() over bytes that refuse to run past the end (truncated data)."""
+
+    __slots__ = ("data", "pos")
+
+    def __init__(self, data: bytes):
+        self.data = data
+        self.pos = 0
+
+    def read(self, n: int) -> bytes:
+        p = self.pos
+        if p + n > len(self.data):
+            raise UnpicklingError(f"pickle data was truncated: needed {n} bytes at byte {p}, "
+                                  f"but the data ends at byte {len(self.data)}")
+        self.pos = p + n
+        return self.data[p:p + n]
+
+    def readline(self) -> bytes:
+        p = self.pos
+        end = self.data.find(b"\n", p)
+        if end < 0:
+            raise UnpicklingError(f"pickle data was truncated: no end of line after byte {p}")
+        self.pos = end + 1
+        return self.data[p:end]
+
+
+def _as_reader(file) -> _Reader:
+    if isinstance(file, (bytes, bytearray, memoryview)):
+        return _Reader(bytes(file))
+    return _Reader(file.read())
+
+
+def get_globals_in_pkl(file) -> set[str]:
+    """The full names of every GLOBAL in a pickle, without running it (PyTorch's ``get_globals_in_pkl``)."""
+    r = _as_reader(file)
+    found: set[str] = set()
+    while True:
+        key = r.read(1)
+        if key == GLOBAL:
+            module, name = _read_global_instruction(r.readline)
+            found.add(f"{module}.{name}")
+        elif key in _bytes_to_skip:
+            if _bytes_to_skip[key]:
+                r.read(_bytes_to_skip[key])
+        elif key == BINUNICODE:
+            r.read(struct.unpack("<I", r.read(4))[0])
+        elif key in (SHORT_BINSTRING, LONG1):
+            r.read(r.read(1)[0])
+        elif key == PROTO:
+            r.read(1)
+        elif key == STOP:
+            return found
+        else:
+            raise UnpicklingError(f"Unsupported operand {key[0]}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The unpickler
+# ---------------------------------------------------------------------------------------------
+class Unpickler:
+    """Runs a pickle with the restrictions above.  ``persistent_load`` is set by the caller.
+
+    >>> Unpickler(io.BytesIO(pickle.dumps({"a": 1}, protocol=2))).load()
+    {'a': 1}
+    """
+
+    def __init__(self, file, *, encoding: str = "bytes"):
+        self.encoding = encoding
+        self._reader = _as_reader(file)
+        self.memo: dict[int, Any] = {}
+        self.proto: int = -1
+
+    def persistent_load(self, pid):
+        raise UnpicklingError("unsupported persistent id encountered")
+
+    def load(self):
+        """Run the pickle and return the object it builds."""
+        try:
+            return self._load()
+        except (UnpicklingError, RuntimeError, MemoryError):
+            raise
+        except (IndexError, KeyError, ValueError, TypeError, AttributeError, OverflowError, struct.error,
+                UnicodeDecodeError, RecursionError, EOFError) as e:
+            # IndexError: popping an empty stack (a MARK or an argument missing), KeyError: an
+            # unknown memo index, ...: the data is malformed.  Say where.
+            op = self._op
+            name = _OPNAMES.get(op, str(op))
+            raise UnpicklingError(f"malformed pickle data at byte {self._op_pos} ({name}): "
+                                  f"{type(e).__name__}: {e}") from None
+
+    def _load(self):
+        self._op, self._op_pos = None, 0
+        self.metastack: list = []
+        self.stack: list = []
+        self.append = self.stack.append
+        depth: dict[int, int] = {}  # id(tuple) -> nesting depth, for tuples this load built
+        r = self._reader
+        read, readline = r.read, r.readline
+        allowed = _get_allowed_globals()
+        user_allowed = _get_user_allowed_globals()
+        allowed_ids = _allowed_ids()
+        from ._tensor import Tensor
+        from .nn.parameter import Parameter
+
+        def tuple_of(items):
+            d = 1 + max((depth.get(id(x), 0) for x in items if isinstance(x, tuple)), default=0)
+            if d > MAX_TUPLE_DEPTH:
+                raise UnpicklingError(f"tuples nested more than {MAX_TUPLE_DEPTH} deep are not supported")
+            t = tuple(items)
+            depth[id(t)] = d
+            return t
+
+        while True:
+            self._op_pos = r.pos
+            key = read(1)
+            self._op = key[0]
+            # Risky operators
+            if key == GLOBAL:
+                module, name = _read_global_instruction(readline)
+                full_path = f"{module}.{name}"
+                if module in _blocklisted_modules:
+                    raise UnpicklingError(
+                        f"Trying to load unsupported GLOBAL {full_path} whose module {module} is blocked.")
+                if full_path in allowed:
+                    self.append(allowed[full_path])
+                elif full_path in user_allowed:
+                    self.append(user_allowed[full_path])
+                else:
+                    from .serialization import _torch_only_error
+                    err = _torch_only_error(full_path)
+                    if err is not None:
+                        raise err
+                    raise UnpicklingError(unsupported_global_message(full_path))
+            elif key == NEWOBJ:
+                args = self.stack.pop()
+                cls = self.stack.pop()
+                if cls is Parameter:
+                    self.append(Parameter(*args))
+                elif id(cls) in allowed_ids and isinstance(cls, type):
+                    self.append(cls.__new__(cls, *args))
+                else:
+                    raise UnpicklingError("Can only create new object for nn.Parameter or classes allowlisted "
+                                          f"via `add_safe_globals` but got {cls}")
+            elif key == REDUCE:
+                args = self.stack.pop()
+                func = self.stack[-1]
+                if id(func) not in allowed_ids:
+                    error_msg = f"Trying to call reduce for unrecognized function {func}"
+                    if hasattr(func, "__self__"):
+                        error_msg += f" which belongs to {func.__self__}"
+                    raise UnpicklingError(error_msg)
+                if type(args) is not tuple:
+                    raise UnpicklingError(f"REDUCE needs a tuple of arguments, got {type(args).__name__}")
+                result = func(*args)
+                if type(result) is tuple:
+                    result = tuple_of(result)
+                elif isinstance(result, tuple):
+                    tuple_of(result)  # a tuple subclass (Size): check the depth of what it holds
+                self.stack[-1] = result
+            elif key == BUILD:
+                state = self.stack.pop()
+                inst = self.stack[-1]
+                if type(inst) is Tensor or type(inst) is Parameter:
+                    _set_tensor_state(inst, state)
+                elif type(inst) is OrderedDict:
+                    inst.__dict__.update(state)
+                elif id(type(inst)) in allowed_ids:
+                    if hasattr(inst, "__setstate__"):
+                        inst.__setstate__(state)
+                    else:
+                        # mimics load_build in pickle
+                        slotstate = None
+                        if isinstance(state, tuple) and len(state) == 2:
+                            state, slotstate = state
+                        if state:
+                            inst.__dict__.update(state)
+                        if slotstate:
+                            for k, v in slotstate.items():
+                                setattr(inst, k, v)
+                else:
+                    raise UnpicklingError("Can only build Tensor, Parameter, OrderedDict or types allowlisted "
+                                          f"via `add_safe_globals`, but got {type(inst)}")
+            # Stack manipulation
+            elif key == APPEND:
+                item = self.stack.pop()
+                list_obj = self.stack[-1]
+                if type(list_obj) is not list:
+                    raise UnpicklingError(f"Can only append to lists, but got {type(list_obj)}")
+                list_obj.append(item)
+            elif key == APPENDS:
+                items = self.pop_mark()
+                list_obj = self.stack[-1]
+                if type(list_obj) is not list:
+                    raise UnpicklingError(f"Can only extend lists, but got {type(list_obj)}")
+                list_obj.extend(items)
+            elif key == SETITEM:
+                (v, k) = (self.stack.pop(), self.stack.pop())
+                self._check_set_item_target("SETITEM")
+                self.stack[-1][k] = v
+            elif key == SETITEMS:
+                items = self.pop_mark()
+                self._check_set_item_target("SETITEMS")
+                if len(items) % 2:
+                    raise UnpicklingError("SETITEMS needs key/value pairs, got an odd number of items")
+                target = self.stack[-1]
+                for i in range(0, len(items), 2):
+                    target[items[i]] = items[i + 1]
+            elif key == MARK:
+                self.metastack.append(self.stack)
+                self.stack = []
+                self.append = self.stack.append
+            elif key == TUPLE:
+                items = self.pop_mark()
+                self.append(tuple_of(items))
+            elif key == TUPLE1:
+                self.stack[-1] = tuple_of(self.stack[-1:])
+            elif key == TUPLE2:
+                if len(self.stack) < 2:
+                    raise IndexError("stack underflow")
+                self.stack[-2:] = [tuple_of(self.stack[-2:])]
+            elif key == TUPLE3:
+                if len(self.stack) < 3:
+                    raise IndexError("stack underflow")
+                self.stack[-3:] = [tuple_of(self.stack[-3:])]
+            # Basic types construction
+            elif key == NONE:
+                self.append(None)
+            elif key == NEWFALSE:
+                self.append(False)
+            elif key == NEWTRUE:
+                self.append(True)
+            elif key == EMPTY_TUPLE:
+                self.append(())
+            elif key == EMPTY_LIST:
+                self.append([])
+            elif key == EMPTY_DICT:
+                self.append({})
+            elif key == EMPTY_SET:
+                self.append(set())
+            elif key == BININT:
+                self.append(struct.unpack("<i", read(4))[0])
+            elif key == BININT1:
+                self.append(read(1)[0])
+            elif key == BININT2:
+                self.append(struct.unpack("<H", read(2))[0])
+            elif key == BINFLOAT:
+                self.append(struct.unpack(">d", read(8))[0])
+            elif key == BINUNICODE:
+                strlen = struct.unpack("<I", read(4))[0]
+                self.append(str(read(strlen), "utf-8", "surrogatepass"))
+            elif key == SHORT_BINSTRING:
+                strdata = read(read(1)[0])
+                if self.encoding != "bytes":
+                    strdata = strdata.decode(self.encoding, "strict")
+                self.append(strdata)
+            elif key == BINPERSID:
+                pid = self.stack.pop()
+                # Only allow persistent load of storage
+                if type(pid) is not tuple and type(pid) is not int:
+                    raise UnpicklingError(f"persistent_load id must be tuple or int, but got {type(pid)}")
+                if type(pid) is tuple and len(pid) > 0 and _maybe_decode_ascii(pid[0]) != "storage":
+                    raise UnpicklingError(f"Only persistent_load of storage is allowed, but got {type(pid[0])}")
+                self.append(self.persistent_load(pid))
+            elif key == BINGET or key == LONG_BINGET:
+                idx = (read(1) if key == BINGET else struct.unpack("<I", read(4)))[0]
+                self.append(self.memo[idx])
+            elif key == BINPUT or key == LONG_BINPUT:
+                i = (read(1) if key == BINPUT else struct.unpack("<I", read(4)))[0]
+                self.memo[i] = self.stack[-1]
+            elif key == LONG1:
+                n = read(1)[0]
+                self.append(decode_long(read(n)))
+            # First and last deserializer ops
+            elif key == PROTO:
+                self.proto = read(1)[0]
+                if self.proto != 2:
+                    warnings.warn(
+                        f"Detected pickle protocol {self.proto} in the checkpoint, which was "
+                        "not the default pickle protocol used by `course_lib.load` (2). The weights_only "
+                        "Unpickler might not support all instructions implemented by this protocol.",
+                        stacklevel=3)
+            elif key == STOP:
+                return self.stack.pop()
+            else:
+                raise UnpicklingError(f"Unsupported operand {key[0]}")
+
+    # Return a list of items pushed in the stack after last MARK instruction.
+    def pop_mark(self) -> list:
+        items = self.stack
+        self.stack = self.metastack.pop()
+        self.append = self.stack.append
+        return items
+
+    def _check_set_item_target(self, opcode: str) -> None:
+        if type(self.stack[-1]) not in (dict, OrderedDict, Counter):
+            raise UnpicklingError(f"Can only {opcode} for dict, collections.OrderedDict, "
+                                  f"collections.Counter, but got {type(self.stack[-1])}")
+
+
+def _maybe_decode_ascii(b):
+    return b.decode("ascii") if isinstance(b, bytes) else b
+
+
+def _set_tensor_state(t, state) -> None:
+    """BUILD on a tensor: set its public Python attributes (``t.foo = 1`` survives a save)."""
+    if isinstance(state, tuple) and len(state) == 2 and (state[0] is None or isinstance(state[0], dict)):
+        state = state[0]
+    if state is None:
+        return
+    if not isinstance(state, dict):
+        raise UnpicklingError(f"a tensor's state must be a dict of attributes, got {type(state).__name__}")
+    for k, v in state.items():
+        if not isinstance(k, str) or k.startswith("_"):
+            raise UnpicklingError(f"refusing to set the private tensor attribute {k!r} from a file")
+        setattr(t, k, v)
+
+
+def load(file, *, encoding: str = "ASCII"):
+    """Run a pickle (bytes or a binary file) under the restrictions; storages are refused."""
+    return Unpickler(file, encoding=encoding).load()
