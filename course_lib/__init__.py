@@ -42,3 +42,6 @@ from .autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no
 from . import nn, optim  # noqa: E402
 
 __version__ = "0.1.0"
+
+from . import serialization  # noqa: E402
+from .serialization import load, save  # noqa: E402
