@@ -26,7 +26,10 @@ class RemovableHandle:
     _ids = itertools.count()
 
     def __init__(self, hooks_dict: dict):
-        self.hooks_dict_ref = weakref.ref(hooks_dict)
+        try:
+            self.hooks_dict_ref = weakref.ref(hooks_dict)
+        except TypeError:  # a plain dict can't be weakly referenced: keep it
+            self.hooks_dict_ref = lambda d=hooks_dict: d
         self.id = next(RemovableHandle._ids)
 
     def remove(self) -> None:

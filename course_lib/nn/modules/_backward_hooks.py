@@ -9,6 +9,7 @@ full hooks at the second.
 from __future__ import annotations
 
 import warnings
+from collections import OrderedDict
 
 from ..._tensor import Tensor
 from ...autograd.function import Function
@@ -43,7 +44,10 @@ class BackwardHook:
         if not is_grad_enabled():
             return values, None
         wrapped = _BackwardHookFunction.apply(*[values[i] for i in positions])
-        wrapped[0].grad_fn.register_prehook(hook)
+        node = wrapped[0].grad_fn
+        if node._pre_hooks is None:
+            node._pre_hooks = OrderedDict()  # weak-referenceable, for RemovableHandle
+        node.register_prehook(hook)
         values = list(values)
         for i, w in zip(positions, wrapped):
             values[i] = w
