@@ -1,0 +1,391 @@
+"""Checks for chapter 01 (tensor and storage).
+
+Expected values come from the reference course_lib (``contiguous_strides``,
+``as_strided`` views over ``arange``, ``tensor()``, its ``_recursive_store``,
+``python_source`` and ``result_type``) or from literals for PyTorch's error
+messages.  Every case builds fresh inputs, so a learner's function that
+mutates its arguments cannot change later cases.
+"""
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+
+import numpy as np
+
+import course_lib as cl
+from course_lib import _creation
+from course_lib._ops import bindings as _bindings
+from course_lib._ops import common as _common
+from course_lib._ops.registry import OpDef
+
+from . import Case, case, exercise
+
+
+def _outcome(fn, *args):
+    """``fn(*args)``, or ``("ExcType", "message")`` if it raises (NotImplementedError passes through).
+
+    A pair rather than one string: failure messages shorten long strings, and
+    each half of PyTorch's messages fits whole.
+    """
+    try:
+        return fn(*args)
+    except NotImplementedError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the learner's error is the value being checked
+        return (type(e).__name__, str(e))
+
+
+def _raised(text: str) -> tuple[str, str]:
+    """``"IndexError: index 3 ..."`` -> ``("IndexError", "index 3 ...")``."""
+    name, _, message = text.partition(": ")
+    return (name, message)
+
+
+def _numel(shape) -> int:
+    return math.prod(shape)
+
+
+# ------------------------------------------------------------------ 01.1 contiguous_strides
+
+
+@exercise("01.1", title="contiguous_strides", points=1,
+          hint="walk the shape from the last dimension to the first: the last stride is 1, and each "
+               "stride is the previous one times max(size, 1); return a tuple of Python ints.")
+def _contiguous_strides(contiguous_strides):
+    shapes = [(2, 3), (), (5,), (2, 3, 4), (4, 1), (3, 1, 4), (1,), (1, 1, 1), (2, 0, 3), (0,),
+              (0, 0), (2, 3, 0), (7, 5, 3, 2)]
+    return [case(contiguous_strides, s, name="contiguous_strides", expected=_common.contiguous_strides(s))
+            for s in shapes]
+
+
+# ------------------------------------------------------------------ 01.2 storage_index
+
+
+def _reference_storage_index(index, shape, stride, offset):
+    """Read the answer from course_lib: a view over arange() holds storage indices as values."""
+    extent = offset + 1 + sum((n - 1) * s for n, s in zip(shape, stride) if n > 0)
+    view = cl.arange(extent).as_strided(shape, stride, offset)
+    return (view[index] if index else view).item()
+
+
+@exercise("01.2", title="storage_index", points=2,
+          hint="wrap a negative index i to i + size first, then check 0 <= i < size (IndexError with "
+               "PyTorch's message otherwise); the answer is offset + sum(index[d] * stride[d]).")
+def _storage_index(storage_index):
+    good = [
+        ((1, 2), (2, 3), (3, 1), 0),
+        ((), (), (), 0),
+        ((), (), (), 5),
+        ((0, 0), (2, 3), (3, 1), 0),
+        ((2, 1), (3, 2), (1, 3), 0),          # a transposed view
+        ((1, 2, 3), (2, 3, 4), (12, 4, 1), 1),
+        ((1, 3), (2, 4), (12, 1), 8),         # zeros(2, 3, 4).select(1, 2)
+        ((3, 2), (4, 3), (0, 1), 0),          # expand: stride 0 reads one row again and again
+        ((1, 0, 2), (2, 1, 3), (3, 999, 1), 0),  # the stride of a size-1 dim is never used
+        ((4,), (5,), (2,), 3),                # every other element, from offset 3
+        ((-1, -1), (2, 3), (3, 1), 0),
+        ((-2, 0), (2, 3), (3, 1), 0),
+        ((0, -3), (2, 3), (1, 2), 7),
+    ]
+    out = [case(storage_index, *args, name="storage_index", expected=_reference_storage_index(*args))
+           for args in good]
+    bad = [
+        ((2, 0), (2, 3), (3, 1), 0, "IndexError: index 2 is out of bounds for dimension 0 with size 2"),
+        ((0, -4), (2, 3), (3, 1), 0, "IndexError: index -4 is out of bounds for dimension 1 with size 3"),
+        ((0, 3), (2, 3), (3, 1), 0, "IndexError: index 3 is out of bounds for dimension 1 with size 3"),
+        ((0,), (0,), (1,), 0, "IndexError: index 0 is out of bounds for dimension 0 with size 0"),
+        ((1, 0), (1, 4), (4, 1), 2, "IndexError: index 1 is out of bounds for dimension 0 with size 1"),
+    ]
+    for index, shape, stride, offset, message in bad:
+        out.append(Case(f"storage_index({index}, {shape}, {stride}, {offset})",
+                        lambda a=(index, shape, stride, offset): _outcome(storage_index, *copy.deepcopy(a)),
+                        expected=_raised(message)))
+    return out
+
+
+# ------------------------------------------------------------------ 01.3 infer_shape_and_dtype
+
+
+def _reference_infer(data):
+    t = cl.tensor(data)
+    return tuple(t.shape), t.dtype
+
+
+def _with_default_dtype(dtype, fn, *args):
+    old = cl.get_default_dtype()
+    cl.set_default_dtype(dtype)
+    try:
+        return fn(*args)
+    finally:
+        cl.set_default_dtype(old)
+
+
+@exercise("01.3", title="infer_shape_and_dtype", points=2,
+          hint="shape: follow the first item of each list down until you reach a number (or an empty "
+               "list); dtype: look at every number, and test bool before int (True is an int in Python); "
+               "a float gives cl.get_default_dtype(), an empty list too.")
+def _infer_shape_and_dtype(infer_shape_and_dtype):
+    datas = [
+        [[1, 2], [3, 4]],
+        7,
+        True,
+        2.5,
+        [1, 2, 3],
+        [True, False],
+        [True, 2],
+        [[1, 2], [3, 4.5]],
+        [[True], [2.5]],
+        [[False, True], [True, True]],
+        [[1, 2, 3]],
+        [[[1]]],
+        ((1, 2), (3, 4)),
+        [(1.5, 2), (3, 4)],
+        [],
+        [[], []],
+        [[[], []]],
+    ]
+    out = [case(infer_shape_and_dtype, d, name="infer_shape_and_dtype", expected=_reference_infer(d))
+           for d in datas]
+    for d in ([1, 2.5], [[0.5]], [True, 1]):
+        out.append(Case(f"infer_shape_and_dtype({d!r}) after cl.set_default_dtype(cl.float64)",
+                        lambda d=d: _with_default_dtype(cl.float64, infer_shape_and_dtype, copy.deepcopy(d)),
+                        expected=_with_default_dtype(cl.float64, _reference_infer, d)))
+    for d, message in (([None], "RuntimeError: Could not infer dtype of NoneType"),
+                       ([[1, 2], [3, None]], "RuntimeError: Could not infer dtype of NoneType"),
+                       ([1, {}], "RuntimeError: Could not infer dtype of dict")):
+        out.append(Case(f"infer_shape_and_dtype({d!r})",
+                        lambda d=d: _outcome(infer_shape_and_dtype, copy.deepcopy(d)), expected=_raised(message)))
+    return out
+
+
+# ------------------------------------------------------------------ 01.4 recursive_store
+
+
+def _reference_store(n, offset, sizes, strides, dtype, obj):
+    buf = np.full(n, None, dtype=object)
+    _creation._recursive_store(buf, offset, list(sizes), list(strides), 0, dtype, obj)
+    return buf.tolist()
+
+
+def _store_case(fn, obj, sizes, strides=None, dtype=cl.int64, n=None, offset=0) -> Case:
+    strides = _common.contiguous_strides(sizes) if strides is None else strides
+    n = _numel(sizes) if n is None else n
+    label = (f"buf = [None] * {n}; recursive_store(buf, {offset}, {sizes}, {strides}, 0, "
+             f"cl.{dtype.name}, {obj!r}); buf")
+
+    def run():
+        buf = [None] * n
+        fn(buf, offset, sizes, strides, 0, dtype, copy.deepcopy(obj))
+        return buf
+
+    expected = _outcome(_reference_store, n, offset, sizes, strides, dtype, copy.deepcopy(obj))
+    if isinstance(expected, tuple):  # an error: compare ("ExcType", "message")
+        return Case(label, lambda: _outcome(run), expected=expected)
+    return Case(label, run, expected=expected)
+
+
+@exercise("01.4", title="recursive_store", points=3,
+          hint="if dim == len(sizes), obj is one number: buf[offset] = store_scalar(obj, dtype). Otherwise "
+               "obj must be a sequence of exactly sizes[dim] items (TypeError 'not a sequence' / ValueError "
+               "'expected sequence of length N at dim D (got M)'); store item k at offset + k * strides[dim].")
+def _recursive_store(recursive_store):
+    f = recursive_store
+    return [
+        _store_case(f, [[1, 2], [3, 4]], (2, 2)),
+        _store_case(f, 7, ()),
+        _store_case(f, [5, 6, 7], (3,)),
+        _store_case(f, [[[1, 2], [3, 4]], [[5, 6], [7, 8]]], (2, 2, 2)),
+        _store_case(f, ((1, 2), (3, 4)), (2, 2)),
+        _store_case(f, [1.0, 2.5, 0.1], (3,), dtype=cl.float32),
+        _store_case(f, [1.0, 2.5, 0.1], (3,), dtype=cl.float64),
+        _store_case(f, [True, 2], (2,)),
+        _store_case(f, [[True, False]], (1, 2), dtype=cl.bool),
+        _store_case(f, [1.7, -1.7], (2,)),
+        _store_case(f, [1, True], (2,), dtype=cl.float32),
+        _store_case(f, [[5]], (1, 1)),
+        _store_case(f, [[], []], (2, 0)),
+        _store_case(f, [[1, 2], [3, 4]], (2, 2), strides=(1, 2)),      # column-major layout
+        _store_case(f, [9, 8], (2,), n=5, offset=2),                   # into the middle of a buffer
+        _store_case(f, [1, 2, 3], (3,), strides=(2,), n=5),            # every other cell
+        _store_case(f, [[1, 2], [3]], (2, 2)),
+        _store_case(f, [[1, 2], [3, 4, 5]], (2, 2)),
+        _store_case(f, [[1], []], (2, 1)),
+        _store_case(f, [1, 2, 3], (2,)),
+        _store_case(f, [[[1, 2], [3, 4]], [[5, 6], [7]]], (2, 2, 2)),
+        _store_case(f, [[1, 2], 3], (2, 2)),
+        _store_case(f, 5, (2,)),
+        _store_case(f, [1, [2, 3]], (2,)),
+        _store_case(f, [1.0, [2, 3]], (2,), dtype=cl.float32),
+    ]
+
+
+# ------------------------------------------------------------------ 01.5 binding_source
+
+
+class _Dispatched:
+    """What the fake ``_dispatch`` returns, so the check can see the binding returned it."""
+
+    def __init__(self, args):
+        self.args = args
+
+
+_OP = object()
+
+
+def _compile(source, name: str):
+    def fake_dispatch(op, args):
+        return _Dispatched(args) if op is _OP else "_dispatch was called with something else than _op"
+
+    if not isinstance(source, str):
+        raise TypeError(f"binding_source must return a str, not {type(source).__name__}")
+    ns = {"_dispatch": fake_dispatch, "_op": _OP}
+    exec(compile(source, f"<binding of {name}>", "exec"), ns)  # noqa: S102 - the learner's generated code
+    fn = ns.get(name)
+    if not callable(fn):
+        raise ValueError(f"the source does not define a function named {name!r}")
+    return fn
+
+
+def _signature(source, name):
+    """(name, parameter, ...) with '*' where keyword-only parameters start."""
+    fn = _compile(source, name)
+    parts, star = [fn.__name__], False
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind is p.KEYWORD_ONLY and not star:
+            parts.append("*")
+            star = True
+        parts.append(str(p))
+    return tuple(parts)
+
+
+def _call(source, name, args, kwargs):
+    out = _compile(source, name)(*args, **kwargs)
+    if isinstance(out, _Dispatched):
+        return out.args
+    if isinstance(out, str):
+        return out
+    return f"the binding returned {out!r}, not what _dispatch returned"
+
+
+def _reference_source(schema: str) -> str:
+    return _bindings.python_source(OpDef(schema, None, None))
+
+
+def _call_label(name, args, kwargs):
+    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+    return f"{name}({', '.join(parts)})"
+
+
+_SCHEMAS = [
+    ("neg(Tensor self) -> Tensor", [(("x",), {})]),
+    ("add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+     [(("x", "y"), {}), (("x", "y"), {"alpha": 2}), (("x", "y", 2), None)]),
+    ("sum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+     [(("x",), {}), (("x", 1, True), {"dtype": "float64"})]),
+    ("amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", [(("x",), {})]),
+    ("zero_(Tensor(a!) self) -> Tensor(a!)", [(("x",), {})]),
+    ("split(Tensor(a -> *) self, SymInt[1] split_size, int dim=0) -> Tensor(a)[]", [(("x", 2), {})]),
+    ("stack(Tensor[] tensors, int dim=0) -> Tensor", [((["a", "b"], 1), {})]),
+    ("isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor",
+     [(("x", "y"), {})]),
+    ("var(Tensor self, int[1]? dim=None, *, Scalar? correction=1, bool keepdim=False) -> Tensor",
+     [(("x",), {"keepdim": True}), (("x", 0, 0), None)]),
+    ("flatten(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)", [(("x",), {})]),
+    ("avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, "
+     "bool count_include_pad=True, int? divisor_override=None) -> Tensor", [(("x", 2), {})]),
+]
+
+
+@exercise("01.5", title="binding_source", points=2,
+          hint="parse_schema(schema) gives the name and the args (.name, .default, .kwarg_only); put '*' "
+               "before the first keyword-only arg, write defaults as they are except [] -> (), and pass "
+               "all args on as one tuple: (self,) needs its comma.")
+def _binding_source(binding_source):
+    out = []
+    for schema, calls in _SCHEMAS:
+        name = schema.split("(", 1)[0]
+        ref = _reference_source(schema)
+        out.append(Case(f"binding_source({schema!r}) -> (function name, parameters)",
+                        lambda s=schema, n=name: _signature(binding_source(s), n),
+                        expected=_signature(ref, name)))
+        for args, kwargs in calls:
+            label = f"{_call_label(name, args, kwargs or {})} with the generated {name} passes to _dispatch"
+            if kwargs is None:  # too many positional arguments: Python refuses the call
+                out.append(Case(label.replace(" passes to _dispatch", ""),
+                                lambda s=schema, n=name, a=args: _call(binding_source(s), n, a, {}),
+                                raises=TypeError))
+                continue
+            out.append(Case(label,
+                            lambda s=schema, n=name, a=args, k=kwargs: _call(binding_source(s), n, a, k),
+                            expected=_call(ref, name, args, kwargs)))
+    return out
+
+
+# ------------------------------------------------------------------ 01.6 result_type
+
+
+def _make(spec):
+    """('t', shape, dtype name) -> a fresh zeros tensor; anything else is a Python scalar."""
+    if isinstance(spec, tuple):
+        return cl.zeros(spec[1], dtype=getattr(cl, spec[2]))
+    return spec
+
+
+def _spec_label(spec) -> str:
+    if isinstance(spec, tuple):
+        return f"zeros({spec[1]}, dtype=cl.{spec[2]})"
+    return repr(spec)
+
+
+_PAIRS = [
+    (("t", (3,), "int64"), ("t", (3,), "float32")),
+    (("t", (2,), "bool"), ("t", (2,), "bool")),
+    (("t", (2,), "bool"), ("t", (2,), "int64")),
+    (("t", (2,), "bool"), 1),
+    (("t", (2,), "int32"), ("t", (2,), "int64")),
+    (("t", (2,), "uint8"), ("t", (2,), "int8")),
+    (("t", (2,), "float32"), ("t", (2,), "float64")),
+    (("t", (2,), "int64"), 2.5),
+    (("t", (2,), "int32"), 5),
+    (("t", (2,), "float32"), ("t", (), "float64")),
+    (("t", (2,), "int64"), ("t", (), "float64")),
+    (("t", (2,), "uint8"), ("t", (), "int64")),
+    (("t", (), "int64"), ("t", (), "float32")),
+    (("t", (), "int32"), 5),
+    (("t", (), "bool"), 5),
+    (True, False),
+    (2, 2.5),
+    (2, True),
+    (("t", (2,), "int64"), True),
+    (("t", (2,), "bool"), 2.5),
+    (("t", (2,), "float16"), ("t", (), "float64")),
+    (("t", (2,), "float16"), 1.5),
+    (("t", (0,), "int32"), ("t", (), "int64")),
+    (("t", (1,), "int8"), ("t", (), "int64")),
+    (("t", (1,), "int8"), 1000),
+    (("t", (), "int8"), ("t", (2,), "bool")),
+    (("t", (), "float64"), ("t", (2, 3), "int16")),
+    (("t", (), "bool"), ("t", (), "uint8")),
+    (("t", (2,), "int64"), ("t", (), "float16")),
+    (("t", (2, 0), "int8"), ("t", (1,), "int16")),
+    (("t", (), "bool"), 2.5),
+]
+
+
+@exercise("01.6", title="result_type", points=2,
+          hint="sort the operands into three tiers: tensors with dim() > 0, 0-d tensors, Python scalars "
+               "(bool -> cl.bool, int -> cl.int64, float -> the default dtype); promote within a tier; a lower "
+               "tier changes the answer only if its category (bool < int < float) is higher.")
+def _result_type(result_type):
+    out = []
+    for a, b in _PAIRS:
+        out.append(Case(f"result_type({_spec_label(a)}, {_spec_label(b)})",
+                        lambda a=a, b=b: result_type(_make(a), _make(b)),
+                        expected=cl.result_type(_make(a), _make(b))))
+    for a, b in ((("t", (2,), "int64"), 2.5), (("t", (2,), "float32"), 2.5), (2, 0.5)):
+        out.append(Case(f"result_type({_spec_label(a)}, {_spec_label(b)}) after cl.set_default_dtype(cl.float64)",
+                        lambda a=a, b=b: _with_default_dtype(cl.float64, result_type, _make(a), _make(b)),
+                        expected=_with_default_dtype(cl.float64, cl.result_type, _make(a), _make(b))))
+    return out
