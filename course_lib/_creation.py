@@ -356,10 +356,11 @@ def _convert_numbers(a: np.ndarray, dtype: D.dtype, numpy_scalars: bool) -> np.n
     cat = dtype.category
     if cat == D._FLOAT:
         with np.errstate(all="ignore"):
-            d = a.astype(np.float64)
+            # Each value goes to double first, then to the dtype (as the C code casts).
+            d = a if a.dtype == np.float64 else a.astype(np.float64)
             if dtype is D.float16:
                 return d.astype(np.float32).astype(np.float16)
-            return d.astype(dtype.np, copy=False)
+            return d.astype(dtype.np)
     if kind == "f" and numpy_scalars and a.dtype != np.float64:
         return None            # 'numpy.float32' object cannot be interpreted as an integer
     if kind == "b" and numpy_scalars and cat != D._BOOL:
@@ -395,9 +396,7 @@ def _fast_path(data, sizes: list, dtype: D.dtype | None):
     if len(sizes) == 0 or 0 in sizes:
         return None
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            arr = np.array(data)
+        arr = np.array(data)
     except (ValueError, TypeError, OverflowError):
         return None
     if arr.dtype not in (np.float64, np.int64, np.bool_) or list(arr.shape) != sizes:

@@ -443,7 +443,8 @@ def multinomial(input, num_samples: int, replacement: bool = False, *,
     indices (categories of weight 0 come last, only once the others are used up).
     Used by ``WeightedRandomSampler``.
 
-    >>> multinomial(tensor([0., 1., 0.]), 2, replacement=True).tolist()
+    >>> import course_lib as cl
+    >>> cl.multinomial(cl.tensor([0., 1., 0.]), 2, replacement=True).tolist()
     [1, 1]
     """
     T = _Tensor()
