@@ -165,10 +165,24 @@ def _stackable(batch) -> bool:
 
 
 def collate_numpy_array_fn(batch, *, collate_fn_map: dict | None = None):
+    """Numpy arrays: like making each a tensor and stacking those, dtype kept."""
+    from . import shared_memory
+
     elem = batch[0]
     # arrays of strings and objects cannot become tensors
     if np_str_obj_array_pattern.search(elem.dtype.str) is not None:
         raise TypeError(default_collate_err_msg_format.format(elem.dtype))
+    if all(type(b) is np.ndarray and b.shape == elem.shape and b.dtype == elem.dtype for b in batch):
+        # The common case, done in one step: stack the arrays straight into the result's storage
+        # (in shared memory inside a worker) instead of wrapping each array as a tensor first.
+        cl = _cl()
+        dtype = cl.as_tensor(elem).dtype  # the dtype, or PyTorch's error for an unsupported one
+        shape = (len(batch), *elem.shape)
+        out = shared_memory.empty_shared(shape, dtype) if shared_memory._pool is not None else None
+        if out is None:
+            out = cl.empty(shape, dtype=dtype)
+        np.stack(batch, axis=0, out=out._np())
+        return out
     return collate([_cl().as_tensor(b) for b in batch], collate_fn_map=collate_fn_map)
 
 

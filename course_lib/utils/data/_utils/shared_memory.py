@@ -244,14 +244,10 @@ class BlockCache:
         self.given_back: set = set()
 
     def loads(self, batch: SharedBatch):
-        cache = self
-        storages: dict = {}
-
-        class _Unpickler(pickle.Unpickler):
-            def persistent_load(self, pid):
-                return cache._tensor(pid, batch.worker_id, storages)
-
-        return _Unpickler(io.BytesIO(batch.payload)).load()
+        """Rebuild a batch from its pickle; its tensors view the blocks (no copy)."""
+        unpickler = _MainUnpickler(io.BytesIO(batch.payload))
+        unpickler.cache, unpickler.worker_id, unpickler.storages = self, batch.worker_id, {}
+        return unpickler.load()
 
     def _map(self, name: str) -> Block:
         block = self.blocks.get(name)
@@ -304,6 +300,13 @@ class BlockCache:
         """Forget every mapping (arrays that still view a block keep it mapped)."""
         self.blocks.clear()
         self.returned.clear()
+
+
+class _MainUnpickler(pickle.Unpickler):
+    """Turns each tensor record back into a tensor over a block (see ``BlockCache._tensor``)."""
+
+    def persistent_load(self, pid):
+        return self.cache._tensor(pid, self.worker_id, self.storages)
 
 
 # ----------------------------------------------------------------------------- cleanup
