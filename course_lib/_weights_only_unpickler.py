@@ -302,6 +302,8 @@ class Unpickler:
         """Run the pickle and return the object it builds."""
         try:
             return self._load()
+        except _Passthrough as p:
+            raise p.error.with_traceback(p.error.__traceback__) from None
         except (UnpicklingError, RuntimeError, MemoryError):
             raise
         except (IndexError, KeyError, ValueError, TypeError, AttributeError, OverflowError, struct.error,
@@ -485,7 +487,11 @@ class Unpickler:
                     raise UnpicklingError(f"persistent_load id must be tuple or int, but got {type(pid)}")
                 if type(pid) is tuple and len(pid) > 0 and _maybe_decode_ascii(pid[0]) != "storage":
                     raise UnpicklingError(f"Only persistent_load of storage is allowed, but got {type(pid[0])}")
-                self.append(self.persistent_load(pid))
+                try:
+                    storage = self.persistent_load(pid)
+                except Exception as e:  # the caller's errors are the caller's: not "malformed data"
+                    raise _Passthrough(e) from None
+                self.append(storage)
             elif key == BINGET or key == LONG_BINGET:
                 idx = (read(1) if key == BINGET else struct.unpack("<I", read(4)))[0]
                 self.append(self.memo[idx])
@@ -520,6 +526,13 @@ class Unpickler:
         if type(self.stack[-1]) not in (dict, OrderedDict, Counter):
             raise UnpicklingError(f"Can only {opcode} for dict, collections.OrderedDict, "
                                   f"collections.Counter, but got {type(self.stack[-1])}")
+
+
+class _Passthrough(Exception):
+    """Carries an exception raised by persistent_load out of the opcode loop unchanged."""
+
+    def __init__(self, error: Exception):
+        self.error = error
 
 
 def _maybe_decode_ascii(b):

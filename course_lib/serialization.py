@@ -218,8 +218,8 @@ def _torch_only_error(full_path: str) -> RuntimeError | None:
         what = "that dtype (course_lib has float32/64, float16, int64/32/16/8, uint8 and bool)"
     else:
         what = "that kind of tensor (no sparse, quantized, nested or device-subclass tensors)"
-    return RuntimeError(f"course_lib cannot load GLOBAL {full_path}: torch.load allows it, but course_lib has "
-                        f"no {what}. Load the file with PyTorch and convert it (for example .float()) first.")
+    return RuntimeError(f"course_lib cannot load GLOBAL {full_path}: torch.load allows it, but course_lib does "
+                        f"not support {what}. Load the file with PyTorch and convert it (for example .float()) first.")
 
 
 # =============================================================================================
@@ -474,22 +474,31 @@ class _ArchiveWriter:
         self.write_record(".data/serialization_id", self._digest.hexdigest().encode())
         self._zip.close()
 
+    def abandon(self) -> None:
+        """After a failure: drop the half-written archive without writing its directory."""
+        self._zip._writing = False
+        self._zip.fp = None
+
 
 def _write_archive(obj, fileobj: IO[bytes], prefix: str, pickle_protocol: int) -> None:
     buf = io.BytesIO()
     pickler = _Pickler(buf, pickle_protocol)
     pickler.dump(obj)
     w = _ArchiveWriter(fileobj, prefix)
-    w.write_record("data.pkl", buf.getvalue())
-    w.write_record(".format_version", b"1")
-    w.write_record(".storage_alignment", str(STORAGE_ALIGNMENT).encode())
-    w.write_record("byteorder", sys.byteorder.encode())
-    for key, storage in pickler.storages.items():
-        if storage.data is None:
-            raise RuntimeError(f"cannot save storage {key}: it is on the meta device and has no data")
-        w.write_record(f"data/{key}", storage.data)
-    w.write_record("version", f"{FILE_FORMAT_VERSION}\n".encode())
-    w.close()
+    try:
+        w.write_record("data.pkl", buf.getvalue())
+        w.write_record(".format_version", b"1")
+        w.write_record(".storage_alignment", str(STORAGE_ALIGNMENT).encode())
+        w.write_record("byteorder", sys.byteorder.encode())
+        for key, storage in pickler.storages.items():
+            if storage.data is None:
+                raise RuntimeError(f"cannot save storage {key}: it is on the meta device and has no data")
+            w.write_record(f"data/{key}", storage.data)
+        w.write_record("version", f"{FILE_FORMAT_VERSION}\n".encode())
+        w.close()
+    except BaseException:
+        w.abandon()
+        raise
 
 
 def _is_path(f) -> bool:
