@@ -52,6 +52,9 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def apply(self, grad_outputs):
         grads = list(grad_outputs)
+        n_out = len(self._out_meta)
+        if len(grads) < n_out:  # backward gets one gradient per output, used or not
+            grads += [None] * (n_out - len(grads))
         if getattr(self, "_materialize", True):
             from .._creation import zeros
             for i, g in enumerate(grads):

@@ -70,8 +70,14 @@ class set_grad_enabled(_DecoratorContextManager):
         self.mode = bool(mode)
         grad_state.enabled = self.mode
 
+    def __call__(self, fn):
+        # used as a decorator: the mode applies inside ``fn`` only, so undo the change
+        # made by __init__ (as torch.set_grad_enabled does)
+        grad_state.enabled = self.prev
+        return super().__call__(fn)
+
     def __enter__(self):
-        pass
+        pass  # the mode was set by __init__ (so that plain ``set_grad_enabled(False)`` works too)
 
     def __exit__(self, *exc):
         grad_state.enabled = self.prev

@@ -406,8 +406,10 @@ def _regenerate_views(base, also=None) -> None:
         return
     from .._ops.registry import OPS
     d = OPS["as_strided"].autograd_spec
+    geometry = (base._shape, base._stride, base._offset, base._storage._size)
     for v in targets:
-        _record(d, (base, v._shape, v._stride, v._offset), v)
+        node = _record(d, (base, v._shape, v._stride, v._offset), v)
+        node._saved["_self_geometry"] = geometry
 
 
 def _register_one(base, view) -> None:
