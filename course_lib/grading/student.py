@@ -126,8 +126,9 @@ def make_student(solutions_dir: Path, notebooks_dir: Path, check: bool = False) 
                 dst.write_text(text, encoding="utf-8")
     if check:
         names = {p.name for p in sources}
+        # (hidden files: the grader's temporary *.graded.ipynb copies)
         changed += [f"{p.name} (no solutions notebook)" for p in sorted(notebooks_dir.glob("*.ipynb"))
-                    if p.name not in names]
+                    if p.name not in names and not p.name.startswith(".")]
     return changed
 
 

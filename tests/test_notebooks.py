@@ -1,0 +1,138 @@
+"""Every solutions/*.ipynb and its generated notebooks/ copy follow the course's rules."""
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course_lib.grading import notebook as nbio
+from course_lib.grading.checks import get_exercise
+from course_lib.grading.grader import NOT_ATTEMPTED, PASS, grade_many
+from course_lib.grading.student import make_student, student_notebook
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
+NOTEBOOKS = ROOT / "notebooks"
+RANDOM_ID = re.compile(r"^[0-9a-f]{8}(-[0-9a-f]{4}){0,4}([0-9a-f]{8})?$")  # what Jupyter generates
+
+params = pytest.mark.parametrize("path", SOLUTIONS, ids=[p.stem for p in SOLUTIONS])
+
+
+def test_there_are_solutions():
+    assert SOLUTIONS
+
+
+@params
+def test_format_45_and_canonical(path):
+    nb = nbio.read(path)
+    assert (nb.nbformat, nb.nbformat_minor) == (4, 5)
+    nbformat.validate(nb)
+    assert path.read_text(encoding="utf-8") == nbio.dumps(nb), (
+        "not written canonically: rewrite with `course execute` (or the chapter's build script)")
+    assert nb.metadata.get("kernelspec", {}).get("name") == "python3"
+
+
+@params
+def test_unique_readable_ids(path):
+    ids = [c.get("id") for c in nbio.read(path).cells]
+    assert len(ids) == len(set(ids)), "duplicate cell ids"
+    for cid in ids:
+        assert nbio.CELL_ID_PATTERN.match(cid)
+        assert not RANDOM_ID.match(cid) and re.search(r"[a-z]{2}", cid), f"cell id {cid!r} is not readable"
+
+
+@params
+def test_outputs_only_on_check_cells_and_no_errors(path):
+    for cell in nbio.read(path).cells:
+        if cell.cell_type != "code":
+            continue
+        if nbio.is_check(cell):
+            assert cell.outputs, f"check cell {cell.id} has no stored output: run `course execute`"
+            assert cell.execution_count is not None, "nbval skips outputs of cells with no execution count"
+            assert all(o.output_type == "stream" and o.name == "stdout" for o in cell.outputs), cell.id
+            text = "".join(o.text for o in cell.outputs)
+            assert re.fullmatch(r"✓ \d\d\.\d+ .+: (\d+)/\1 cases\n", text), text
+            assert not re.search(r"0x[0-9a-f]{6,}|/tmp/|\d+\.\d+ ?(s|ms|µs)\b", text)
+        else:
+            assert cell.outputs == [] and cell.execution_count is None, f"cell {cell.id} has stored output"
+
+
+@params
+def test_no_widget_state(path):
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    assert "widgets" not in raw["metadata"]
+    assert "application/vnd.jupyter.widget-state+json" not in path.read_text(encoding="utf-8")
+
+
+@params
+def test_every_exercise_has_a_solution_and_a_check_cell(path):
+    nb = nbio.read(path)
+    chapter = path.name[:2]
+    checks = nbio.check_cells(nb)
+    assert checks, "no exercises"
+    exercises = [nbio.exercise_of(c) for c in checks]
+    assert len(exercises) == len(set(exercises)), "an exercise has two check cells"
+    solutions = {nbio.exercise_of(c) for c in nb.cells if nbio.is_solution(c)}
+    assert solutions == set(exercises)
+    for c in nb.cells:
+        if nbio.is_solution(c):
+            assert nbio.BEGIN_SOLUTION in c.source and nbio.END_SOLUTION in c.source, c.id
+    for c in checks:
+        ex = nbio.exercise_of(c)
+        assert ex.startswith(chapter + ".")
+        call = ast.parse(c.source).body
+        assert len(call) == 1 and c.source == f'check("{ex}", {call[0].value.args[1].id})', c.source
+        assert set(nbio.tags(c)) == {"check", "nbval-check-output"}
+        assert c.metadata["grading"]["points"] == get_exercise(ex).points
+        # the check comes after the exercise's solution cells
+        ids = [x.id for x in nb.cells]
+        sol_pos = [ids.index(x.id) for x in nb.cells if nbio.is_solution(x) and nbio.exercise_of(x) == ex]
+        assert max(sol_pos) < ids.index(c.id)
+
+
+def test_notebooks_in_sync_with_solutions():
+    assert make_student(ROOT / "solutions", NOTEBOOKS, check=True) == [], "run `course make-student`"
+
+
+@params
+def test_learner_notebook_has_no_answers(path):
+    learner = nbio.read(NOTEBOOKS / path.name)
+    assert learner == student_notebook(nbio.read(path))
+    for c in learner.cells:
+        assert nbio.BEGIN_SOLUTION not in c.get("source", "")
+        assert c.get("outputs", []) == []
+
+
+@params
+def test_build_script_matches(path):
+    """Chapters built by a script in course_lib/grading/sources/ stay in sync with it."""
+    import importlib
+
+    try:
+        mod = importlib.import_module(f"course_lib.grading.sources.ch{path.name[:2]}")
+    except ModuleNotFoundError:
+        pytest.skip("no build script for this chapter; solutions/ is edited directly")
+    built = mod.cells()
+    stored = nbio.read(path).cells
+    strip = lambda c: {k: v for k, v in c.items() if k not in ("outputs", "execution_count")}  # noqa: E731
+    assert [strip(c) for c in stored] == [strip(c) for c in built], (
+        f"solutions/{path.name} and {mod.__name__} differ: rebuild, then `course execute` and `course make-student`")
+
+
+@pytest.mark.slow
+def test_solutions_pass_and_learner_notebooks_fail_the_grader():
+    paths = SOLUTIONS + [NOTEBOOKS / p.name for p in SOLUTIONS]
+    results = grade_many(paths, ROOT / "solutions", timeout=60, jobs=2)
+    for res in results[: len(SOLUTIONS)]:
+        assert res.error is None, res.error
+        bad = [(e.exercise, e.status, e.message) for e in res.exercises if e.status != PASS]
+        assert not bad and res.passed, f"{res.path}: {bad}"
+        assert res.notes == [], res.notes
+    for res in results[len(SOLUTIONS):]:
+        assert res.error is None, res.error
+        leaked = [e.exercise for e in res.exercises if e.status != NOT_ATTEMPTED]
+        assert not leaked, f"{res.path}: these checks did not report NOT ATTEMPTED: {leaked}"
