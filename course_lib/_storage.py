@@ -17,6 +17,8 @@ import numpy as np
 from . import _dtype as D
 from . import memory as _memory
 
+_mem_state = _memory._state  # [current bytes, peak bytes, number of allocations]
+
 __all__ = ["Storage", "UntypedStorage"]
 
 
@@ -35,16 +37,25 @@ class Storage:
         self.data = data
         self.dtype = dtype
         self.device = device
-        self._size = data.shape[0] if data is not None else size
-        self._nbytes = self._size * dtype.itemsize
         self._owner = owner
-        if data is not None and owner is None:
-            _memory._allocated(self._nbytes)
+        if data is None:
+            self._size = size
+            self._nbytes = size * dtype.itemsize
+        else:
+            # memory accounting, inlined (this runs for every op result)
+            self._size = n = data.shape[0]
+            self._nbytes = nb = n * dtype.itemsize
+            if owner is None:
+                st = _mem_state
+                st[0] += nb
+                st[2] += 1
+                if st[0] > st[1]:
+                    st[1] = st[0]
 
     def __del__(self):
-        if self.data is not None and self._owner is None:
+        if self._owner is None and self.data is not None:
             try:
-                _memory._freed(self._nbytes)
+                _mem_state[0] -= self._nbytes
             except Exception:  # interpreter shutdown
                 pass
 

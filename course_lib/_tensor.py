@@ -44,12 +44,18 @@ class Tensor:
     """
 
     __slots__ = (
-        "_storage", "_offset", "_shape", "_stride", "dtype", "_npc", "_vc", "_base",
-        # autograd
-        "_requires_grad", "_grad", "grad_fn", "_output_nr", "__weakref__", "__dict__",
+        "_storage", "_offset", "_shape", "_stride", "dtype", "_npc", "_requires_grad",
+        "__weakref__", "__dict__",
     )
-    # Rarely set fields live in the instance __dict__, with these class-level defaults,
-    # so that making a tensor (on every op) sets only the slots above.
+    # Fields that most tensors never change live in the instance __dict__ and start as
+    # these class-level defaults, so that making a tensor (on every op) sets only the
+    # slots above.  (PyTorch's TensorImpl does the same with its lazily allocated
+    # AutogradMeta.)
+    _base = None          # the tensor this one is a view of (the root, for views of views)
+    _vcs = None           # the version counter, made on first use (see ``_vc``)
+    _grad = None
+    grad_fn = None
+    _output_nr = 0
     _retains_grad = False
     _hooks = None
     _post_acc_hooks = None
@@ -67,13 +73,24 @@ class Tensor:
         t._stride = stride
         t.dtype = dtype
         t._npc = None
-        t._vc = vc if vc is not None else _VersionCounter()
-        t._base = base
         t._requires_grad = False
-        t._grad = None
-        t.grad_fn = None
-        t._output_nr = 0
+        if base is not None:
+            t._base = base
+        if vc is not None:
+            t._vcs = vc
         return t
+
+    @property
+    def _vc(self) -> _VersionCounter:
+        """The version counter shared with every view (made on first use: most tensors never need one)."""
+        v = self._vcs
+        if v is None:
+            v = self._vcs = _VersionCounter()
+        return v
+
+    @_vc.setter
+    def _vc(self, value: _VersionCounter) -> None:
+        self._vcs = value
 
     def __new__(cls, *args, **kwargs):
         # Tensor(data) behaves like course_lib.tensor(data) for convenience; subclasses
@@ -424,5 +441,20 @@ class Tensor:
         return full(size, fill_value, dtype=dtype or self.dtype)
 
 
+def _make_plain(storage, offset: int, shape: tuple, stride: tuple, dtype: D.dtype) -> Tensor:
+    """``Tensor._make`` for a fresh, non-view tensor: the fast path every kernel result takes."""
+    t = _new_object(Tensor)
+    t._storage = storage
+    t._offset = offset
+    t._shape = shape
+    t._stride = stride
+    t.dtype = dtype
+    t._npc = None
+    t._requires_grad = False
+    return t
+
+
+_new_object = object.__new__
 _dispatcher._Tensor = Tensor
 _common.Tensor = Tensor
+_common._make_plain = _make_plain

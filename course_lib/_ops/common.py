@@ -39,20 +39,37 @@ def wrap(arr, dtype: D.dtype | None = None):
     """Make a new contiguous tensor that owns ``arr`` (a numpy result).
 
     The array becomes the tensor's storage without a copy when it is already
-    C-contiguous and of the right dtype.
+    C-contiguous and of the right dtype.  This runs once per op, so it is kept
+    to a few attribute reads (see ``bench/bench_core.py``).
+
+    Deliberate difference: results are always C-contiguous; PyTorch's
+    TensorIterator gives pointwise results the memory layout of their inputs
+    (``x.t().exp()`` has the strides of ``x.t()`` there).
     """
-    if not isinstance(arr, np.ndarray):
+    if type(arr) is not _ndarray:
         arr = np.asarray(arr)
     if dtype is None:
         dtype = D._BY_NP[arr.dtype]
-    elif arr.dtype != dtype.np:
-        arr = arr.astype(dtype.np)
+    else:
+        adt = arr.dtype
+        if adt is not dtype.np and adt != dtype.np:
+            arr = arr.astype(dtype.np)
     if not arr.flags.c_contiguous:
         arr = arr.copy(order="C")
     shape = arr.shape
-    t = Tensor._make(Storage(arr.reshape(-1), dtype), 0, shape, contiguous_strides(shape), dtype)
+    if len(shape) == 1:
+        t = _make_plain(Storage(arr, dtype), 0, shape, (1,), dtype)
+    else:
+        strides = _STRIDES.get(shape)
+        if strides is None:
+            strides = contiguous_strides(shape)
+        t = _make_plain(Storage(arr.ravel(), dtype), 0, shape, strides, dtype)
     t._npc = arr
     return t
+
+
+_ndarray = np.ndarray
+_make_plain = None  # set by course_lib._tensor
 
 
 def empty_meta(shape, dtype: D.dtype):
@@ -61,7 +78,7 @@ def empty_meta(shape, dtype: D.dtype):
     n = 1
     for s in shape:
         n *= s
-    return Tensor._make(Storage(None, dtype, "meta", size=n), 0, shape, contiguous_strides(shape), dtype)
+    return _make_plain(Storage(None, dtype, "meta", size=n), 0, shape, contiguous_strides(shape), dtype)
 
 
 # ---------------------------------------------------------------------------

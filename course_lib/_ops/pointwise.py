@@ -34,8 +34,12 @@ def _is_t(x) -> bool:
 def _operand(x, dt: D.dtype):
     """numpy operand of dtype ``dt``: a view (cast if needed) for tensors, the scalar itself otherwise."""
     if isinstance(x, _T):
-        a = x._np()
-        return a if a.dtype == dt.np else a.astype(dt.np)
+        a = x._npc
+        if a is None:
+            a = x._np()
+        adt = a.dtype
+        dtnp = dt.np
+        return a if adt is dtnp or adt == dtnp else a.astype(dtnp)
     return x
 
 
@@ -44,11 +48,14 @@ def _shape_of(x) -> tuple:
 
 
 def _apply2(fn, a, b, dt: D.dtype):
+    """``fn(a, b)`` on numpy operands of dtype ``dt``, with PyTorch's broadcast error."""
     an, bn = _operand(a, dt), _operand(b, dt)
-    if isinstance(a, _T) and isinstance(b, _T) and a._shape != b._shape:
-        broadcast_two(a._shape, b._shape)  # PyTorch's error message if they don't broadcast
     try:
         return fn(an, bn)
+    except ValueError:
+        if isinstance(a, _T) and isinstance(b, _T):
+            broadcast_two(a._shape, b._shape)  # PyTorch's error message if they don't broadcast
+        raise
     except OverflowError:
         # A Python int that does not fit the dtype: wrap it around like C, as PyTorch does.
         if not isinstance(a, _T):

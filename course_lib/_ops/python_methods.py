@@ -34,20 +34,31 @@ def _trailing_defaults(op, n_given: int) -> tuple:
 def _binary(name, reflected=False):
     op = OPS[name]
     extra = _trailing_defaults(op, 2)
+    T = _T
     if reflected:
         def fn(self, other):
             return dispatch(op, (self, other) + extra)
+    elif len(extra) == 1:
+        e0 = extra[0]
+
+        def fn(self, other):
+            if isinstance(other, T) or isinstance(other, _NUMBER) or hasattr(other, "__index__"):
+                return dispatch(op, (self, other, e0))
+            return NotImplemented
     elif extra:
         def fn(self, other):
-            if not isinstance(other, (_T, int, float, bool)) and not hasattr(other, "__index__"):
-                return NotImplemented
-            return dispatch(op, (self, other) + extra)
+            if isinstance(other, T) or isinstance(other, _NUMBER) or hasattr(other, "__index__"):
+                return dispatch(op, (self, other) + extra)
+            return NotImplemented
     else:
         def fn(self, other):
-            if not isinstance(other, (_T, int, float, bool)) and not hasattr(other, "__index__"):
-                return NotImplemented
-            return dispatch(op, (self, other))
+            if isinstance(other, T) or isinstance(other, _NUMBER) or hasattr(other, "__index__"):
+                return dispatch(op, (self, other))
+            return NotImplemented
     return fn
+
+
+_NUMBER = (int, float, bool)
 
 
 def _rbinary(name):
