@@ -178,7 +178,7 @@ def test_cli_grade_json_and_exit_status(tmp_path):
     for p, text in ((good, cases.correct()), (bad, cases.invalid_json())):
         p.parent.mkdir()
         p.write_text(text, encoding="utf-8")
-    out = _course("grade", good, "--solutions", SOLUTIONS, "--json")
+    out = _course("grade", "a/00_welcome.ipynb", "--solutions", SOLUTIONS, "--json", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     data = json.loads(out.stdout)
     assert data[0]["passed"] and data[0]["points"] == 5

@@ -500,7 +500,7 @@ def _grade(path: Path, solutions_dir: Path | None, timeout: float, keep: bool, r
     titles = _titles(ref)
 
     token = secrets.token_hex(4)
-    graded = path.parent / f".{path.stem}.{token}.graded.ipynb"
+    graded = path.absolute().parent / f".{path.stem}.{token}.graded.ipynb"
     workdir = Path(tempfile.mkdtemp(prefix=".grading-"))
     timed_out: dict[str, str] = {}  # graded-copy cell id -> reason
     replaced: dict[str, str] = {}
