@@ -18,8 +18,8 @@ class _InstanceNorm(_NormBase):
     _version = 1
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = False,
-                 track_running_stats: bool = False, device=None, dtype=None):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+                 track_running_stats: bool = False, device=None, dtype=None, *, bias: bool = True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def _get_no_batch_dim(self):
         raise NotImplementedError
@@ -34,10 +34,6 @@ class _InstanceNorm(_NormBase):
         return F.instance_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
                                self.training or not self.track_running_stats, self.momentum
                                if self.momentum is not None else 0.0, self.eps)
-
-    def extra_repr(self) -> str:
-        return ("{num_features}, eps={eps}, momentum={momentum}, affine={affine}, "
-                "track_running_stats={track_running_stats}".format(**self.__dict__))
 
     def forward(self, input):
         self._check_input_dim(input)
