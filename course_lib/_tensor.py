@@ -251,7 +251,7 @@ class Tensor:
                     "var_no_grad = var.detach().")
             return
         if value and not self.dtype.is_floating_point:
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = bool(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
@@ -271,7 +271,7 @@ class Tensor:
                 "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
                 "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
                 "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
-                "instead. See github.com/pytorch/pytorch/pull/30531 for more informations.",
+                "instead. See github.com/pytorch/pytorch/pull/30531 for more information.",
                 UserWarning, stacklevel=2)
         return self._grad
 
