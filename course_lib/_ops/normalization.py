@@ -41,30 +41,31 @@ from .registry import register
 # ---------------------------------------------------------------------------
 def norm_stats(x: np.ndarray, axes: tuple, eps: float, subtract_mean: bool = True):
     """(xhat, mean, invstd, biased var) with the statistics kept as broadcastable (keepdims) arrays."""
-    acc = np.float64 if x.dtype == np.float64 else np.float32
     if subtract_mean:
-        mean = x.mean(axis=axes, keepdims=True, dtype=acc)
+        mean = x.mean(axis=axes, keepdims=True)
         xc = x - mean
-        var = np.mean(xc * xc, axis=axes, keepdims=True, dtype=acc)
     else:
         mean = None
-        xc = x
-        var = np.mean(x * x, axis=axes, keepdims=True, dtype=acc)
+        xc = x.copy()
+    sq = xc * xc
+    var = sq.mean(axis=axes, keepdims=True)
     invstd = 1.0 / np.sqrt(var + eps)
-    xhat = xc * invstd
-    return xhat.astype(x.dtype, copy=False), mean, invstd, var
+    xc *= invstd.astype(xc.dtype, copy=False)   # xc becomes xhat, in place
+    return xc, mean, invstd, var
 
 
 def norm_backward(dy: np.ndarray, xhat: np.ndarray, invstd: np.ndarray, axes: tuple, gamma_b,
                   subtract_mean: bool = True) -> np.ndarray:
-    """The fused dx: invstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))."""
-    dxhat = dy * gamma_b if gamma_b is not None else dy
-    proj = np.mean(dxhat * xhat, axis=axes, keepdims=True)
+    """The fused dx: invstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), with few temporaries."""
+    dxhat = dy * gamma_b if gamma_b is not None else dy.copy()
+    t = dxhat * xhat
+    proj = t.mean(axis=axes, keepdims=True)
     if subtract_mean:
-        dx = (dxhat - np.mean(dxhat, axis=axes, keepdims=True) - xhat * proj) * invstd
-    else:
-        dx = (dxhat - xhat * proj) * invstd
-    return dx
+        dxhat -= dxhat.mean(axis=axes, keepdims=True)
+    np.multiply(xhat, proj, out=t)
+    dxhat -= t
+    dxhat *= invstd.astype(dxhat.dtype, copy=False)
+    return dxhat
 
 
 def _param_sums(dy, xhat, axes_excl):
@@ -220,7 +221,8 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
     dy = grad_out._np()
     axes = tuple(range(x.ndim - len(ns), x.ndim))
     invstd = rstd._np()
-    xhat = (x - mean._np()) * invstd
+    xhat = x - mean._np()
+    xhat *= invstd
     g = weight._np() if weight is not None else None
     dx = norm_backward(dy, xhat, invstd, axes, g)
     lead = tuple(range(x.ndim - len(ns)))
