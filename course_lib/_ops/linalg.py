@@ -154,8 +154,8 @@ def matmul(self, other):
         batch = self._shape[:-1]
         folded = _dispatch("reshape", self, (-1, self._shape[-1]))
         if d2 == 1:
-            return _dispatch("view", _dispatch("mv", folded, other), batch)
-        return _dispatch("view", _dispatch("mm", folded, other), batch + (other._shape[-1],))
+            return _dispatch("_unsafe_view", _dispatch("mv", folded, other), batch)
+        return _dispatch("_unsafe_view", _dispatch("mm", folded, other), batch + (other._shape[-1],))
     # batched: broadcast the batch dims, then bmm
     a = _dispatch("unsqueeze", self, 0) if d1 == 1 else self
     b = _dispatch("unsqueeze", other, -1) if d2 == 1 else other
@@ -167,7 +167,7 @@ def matmul(self, other):
         nb *= s
     a3 = _dispatch("reshape", _dispatch("expand", a, batch + (n, m1)), (nb, n, m1))
     b3 = _dispatch("reshape", _dispatch("expand", b, batch + (m2, p)), (nb, m2, p))
-    out = _dispatch("view", _dispatch("bmm", a3, b3), batch + (n, p))
+    out = _dispatch("_unsafe_view", _dispatch("bmm", a3, b3), batch + (n, p))
     if d1 == 1:
         out = _dispatch("squeeze", out, -2)
     if d2 == 1:
