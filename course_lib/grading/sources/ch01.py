@@ -689,7 +689,7 @@ busy machine small differences drown in noise, so rerun the cell if the bars com
 import timeit
 
 
-def per_call_us(fn, number=1000, repeat=5) -> float:
+def per_call_us(fn, number=300, repeat=9) -> float:
     # Best of `repeat` runs of `number` calls, in microseconds per call.
     return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
 
@@ -712,12 +712,14 @@ fig, ax = plt.subplots(figsize=(7, 2.6))
 ax.barh(list(times)[::-1], list(times.values())[::-1], color="#2b8cbe")
 ax.set_xlabel("µs per call (10-element float32 add)")
 ax.set_title("what each layer of the path costs")
+fig.tight_layout()
 plt.show()
 """, id="measure-layers"),
         md(r"""
 Now the whole call, `x + y`, against numpy's `a + b` as the tensors grow from 1 element to a million, and
-against real PyTorch's if it is installed (the course does not need it; the next cell only looks for it).
-Left: time per call. Right: course_lib's time divided by numpy's.
+against real PyTorch's if it is installed (the course does not need it; the next cell only looks for it,
+and limits PyTorch to one thread so that all three run one single-threaded loop). Left: time per call.
+Right: course_lib's time divided by numpy's.
 """, id="measure-sizes-md"),
         code(r"""
 import importlib.util
@@ -725,21 +727,24 @@ import importlib.util
 torch = None
 if importlib.util.find_spec("torch") is not None:
     import torch            # only for the comparison; importing it takes a few seconds
+    torch.set_num_threads(1)  # one thread, like numpy's add: we compare per-call costs, not parallelism
 print("comparing with PyTorch", torch.__version__ if torch is not None else "(not installed: skipped)")
 """, id="measure-torch"),
         code(r"""
+from matplotlib.ticker import FuncFormatter
+
 sizes = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000]
 results = {"numpy": [], "course_lib": []} | ({"torch": []} if torch is not None else {})
 rng = np.random.default_rng(0)
 for n in sizes:
     a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
     x, y = cl.from_numpy(a), cl.from_numpy(b)
-    number = max(3, min(500, 500_000 // n))
-    results["numpy"].append(per_call_us(lambda: a + b, number, 3))
-    results["course_lib"].append(per_call_us(lambda: x + y, number, 3))
+    number = max(2, min(200, 200_000 // n))
+    results["numpy"].append(per_call_us(lambda: a + b, number, 7))
+    results["course_lib"].append(per_call_us(lambda: x + y, number, 7))
     if torch is not None:
         ta, tb = torch.from_numpy(a), torch.from_numpy(b)
-        results["torch"].append(per_call_us(lambda: ta + tb, number, 3))
+        results["torch"].append(per_call_us(lambda: ta + tb, number, 7))
 
 print(f"{'elements':>10} " + " ".join(f"{k:>12}" for k in results) + "   course_lib / numpy")
 for i, n in enumerate(sizes):
@@ -753,8 +758,10 @@ ax1.set_xlabel("elements per tensor")
 ax1.set_ylabel("µs per add")
 ax1.legend()
 ax1.set_title("time per call")
-ax2.semilogx(sizes, [c / n for c, n in zip(results["course_lib"], results["numpy"])], marker="o", color="C1")
+ax2.loglog(sizes, [c / n for c, n in zip(results["course_lib"], results["numpy"])], marker="o", color="C1")
 ax2.axhline(1, color="grey", lw=0.8)
+ax2.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+ax2.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
 ax2.set_xlabel("elements per tensor")
 ax2.set_ylabel("course_lib / numpy")
 ax2.set_title("overhead ratio")
@@ -770,7 +777,8 @@ What to read in the plots:
   microsecond, which is why it beats course_lib on tiny tensors but not numpy.
 - **Large tensors: the kernel dominates.** From about 100,000 elements the time grows with the size and
   course_lib's ratio approaches 1: the same numpy loop does the work, and a few microseconds of Python are
-  lost in it. PyTorch may pull ahead here by using several threads.
+  lost in it. At a million elements the time is mostly memory traffic and getting fresh memory for the
+  result, so the three lines can cross and swap from one run to the next. (With all its threads, PyTorch would split large adds across your CPU cores.)
 
 This is why course_lib's dispatcher must stay thin (no work per call that could be done once), and why real
 PyTorch programs are fast when they do few operations on large tensors, and slow when they do many on tiny
