@@ -445,8 +445,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._worker_result_queue = ctx.Queue()
         self._workers_done_event = ctx.Event()
         for i in range(self._num_workers):
-            index_queue = ctx.Queue()
-            index_queue.cancel_join_thread()   # never block interpreter exit on indices nobody reads
+            index_queue = _utils.worker._IndexQueue(ctx)
             w = ctx.Process(
                 target=_utils.worker._worker_loop,
                 args=(self._dataset_kind, self._dataset, index_queue, self._worker_result_queue,
@@ -458,6 +457,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             self._index_queues.append(index_queue)
             self._workers.append(w)
             w.start()
+            index_queue.started()
         self._data_queue = self._worker_result_queue
 
         if not _atexit_registered[0]:
@@ -602,7 +602,11 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         else:
             # no active worker (e.g. every IterableDataset replica is exhausted)
             return
-        self._index_queues[worker_queue_idx].put((self._send_idx, index, self._take_returns(worker_queue_idx)))
+        try:
+            self._index_queues[worker_queue_idx].put((self._send_idx, index, self._take_returns(worker_queue_idx)))
+        except OSError as e:  # that worker's end of the pipe is closed: it died
+            self._raise_if_workers_died(e)
+            raise
         self._task_info[self._send_idx] = (worker_queue_idx,)
         self._workers_num_tasks[worker_queue_idx] += 1
         self._tasks_outstanding += 1
@@ -627,8 +631,10 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     # -- shutting down -----------------------------------------------------------------
     def _mark_worker_as_unavailable(self, worker_id: int, shutdown: bool = False) -> None:
         # Tell the worker to stop.  It exits after the tasks it already has; we don't wait here.
-        q = self._index_queues[worker_id]
-        q.put(None)
+        try:
+            self._index_queues[worker_id].put(None)
+        except OSError:  # the worker is already gone (its end of the pipe is closed)
+            pass
         self._workers_status[worker_id] = False
 
     def _shutdown_workers(self) -> None:
@@ -652,7 +658,6 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 if w.pid is not None:
                     w.join(timeout=_utils.MP_STATUS_CHECK_INTERVAL)
             for q in self._index_queues:
-                q.cancel_join_thread()
                 q.close()
         finally:
             for w in self._workers:

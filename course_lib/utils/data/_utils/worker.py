@@ -36,6 +36,36 @@ class ManagerWatchdog:
         return not self.manager_dead
 
 
+class _IndexQueue:
+    """Main process -> one worker: a one-way pipe with ``put`` and ``get(timeout)``.
+
+    PyTorch uses a ``multiprocessing.Queue`` here.  A Queue's ``put`` hands the
+    object to a background feeder thread, and when the garbage collector frees
+    an iterator caught in a reference cycle (an exception's traceback holds
+    it), the Queue's own finalizer may stop that thread first: the "stop"
+    message then never leaves and each worker is only terminated after a
+    timeout.  ``put`` here writes to the pipe at once.
+    """
+
+    def __init__(self, ctx):
+        self._reader, self._writer = ctx.Pipe(duplex=False)
+
+    def put(self, obj) -> None:
+        self._writer.send(obj)
+
+    def get(self, timeout: float):
+        if not self._reader.poll(timeout):
+            raise queue.Empty
+        return self._reader.recv()
+
+    def started(self) -> None:
+        """The worker has its copy of the reading end: the main process closes its own."""
+        self._reader.close()
+
+    def close(self) -> None:
+        self._writer.close()
+
+
 @dataclass(frozen=True)
 class WorkerInfo:
     """What ``get_worker_info()`` returns inside a worker.
@@ -171,7 +201,11 @@ def _worker_loop(dataset_kind, dataset, index_queue, data_queue, done_event, aut
             try:
                 r = index_queue.get(timeout=MP_STATUS_CHECK_INTERVAL)
             except queue.Empty:
+                if done_event.is_set():
+                    break
                 continue
+            except EOFError:
+                break  # the main process closed its end
             if isinstance(r, _ResumeIteration):
                 data_queue.put((r, None))
                 iteration_end = False
