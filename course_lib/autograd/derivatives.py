@@ -27,7 +27,7 @@ from .variable_type import Derivative, autograd_kernel, sum_to_size
 ALL = None  # "save this for every input's gradient"
 
 
-def derivative(op_name: str, node_name, save: dict | None = None):
+def derivative(op_name: str, node_name, save: dict | None = None, scalar_overload=()):
     """Declare the derivative of ``op_name``.
 
     ``node_name`` is the name of the node class, or a function of the op's arguments
@@ -52,13 +52,14 @@ def derivative(op_name: str, node_name, save: dict | None = None):
                 name = node_name(*args)
                 d = _specs.get(name)
                 if d is None:
-                    d = _specs[name] = Derivative(op, name, s, formula)
+                    d = _specs[name] = Derivative(op, name, s, formula, scalar_overload=scalar_overload)
                 op.autograd_spec = d
                 return autograd_kernel(op_, args)
-            op.autograd_spec = Derivative(op, node_name(*_example_args(op)), s, formula)
+            op.autograd_spec = Derivative(op, node_name(*_example_args(op)), s, formula,
+                                         scalar_overload=scalar_overload)
             op.autograd = kernel
         else:
-            op.autograd_spec = Derivative(op, node_name, s, formula)
+            op.autograd_spec = Derivative(op, node_name, s, formula, scalar_overload=scalar_overload)
             op.autograd = autograd_kernel
         assert names >= {k for k in s if k != "result"}, (op_name, s)
         return formula
@@ -102,7 +103,8 @@ def _sub(ctx, g):
     return g, (-g if a == 1 else g * -a)
 
 
-@derivative("rsub", lambda self, other, alpha=1: "RsubBackward1" if not hasattr(other, "_shape") else "RsubBackward0")
+@derivative("rsub", lambda self, other, alpha=1: "RsubBackward1" if not hasattr(other, "_shape") else "RsubBackward0",
+            scalar_overload=("other",))
 def _rsub(ctx, g):
     a = ctx.alpha
     return (-g if a == 1 else g * -a), g
@@ -125,7 +127,7 @@ def _div(ctx, g):
 
 
 @derivative("pow", lambda self, exponent: "PowBackward1" if hasattr(exponent, "_shape") else "PowBackward0",
-            save={"self": ALL, "exponent": ALL, "result": ("exponent",)})
+            save={"self": ALL, "exponent": ALL, "result": ("exponent",)}, scalar_overload=("exponent",))
 def _pow(ctx, g):
     n = ctx.needs_input_grad
     e = ctx.exponent
@@ -200,7 +202,8 @@ def _where(ctx, g):
     return None, (_cl.where(c, g, zero) if n[1] else None), (_cl.where(c, zero, g) if n[2] else None)
 
 
-@derivative("lerp", "LerpBackward1", save={"self": ("weight",), "end": ("weight",), "weight": ALL})
+@derivative("lerp", lambda self, end, weight: "LerpBackward1" if hasattr(weight, "_shape") else "LerpBackward0",
+            save={"self": ("weight",), "end": ("weight",), "weight": ALL}, scalar_overload=("weight",))
 def _lerp(ctx, g):
     w = ctx.weight
     n = ctx.needs_input_grad
@@ -630,7 +633,7 @@ def _scatter_back(view_name):
 
 derivative("select", "SelectBackward0")(_scatter_back("select"))
 derivative("slice", "SliceBackward0")(_scatter_back("slice"))
-derivative("narrow", "NarrowBackward0")(_scatter_back("narrow"))
+derivative("narrow", "SliceBackward0")(_scatter_back("narrow"))  # narrow is slice in PyTorch
 derivative("diagonal", "DiagonalBackward0")(_scatter_back("diagonal"))
 derivative("unfold", "UnfoldBackward0")(_scatter_back("unfold"))
 
@@ -818,6 +821,50 @@ def _zero(ctx, g):
 @derivative("index_put_", "IndexPutBackward0", save={"indices": ALL})
 def _index_put_(ctx, g):
     return _index_put(ctx, g)
+
+
+# ---------------------------------------------------------------------------
+# ops returning several views at once: one node with one output per piece, as in PyTorch
+# (SplitBackward0, UnbindBackward0), instead of one node per piece
+# ---------------------------------------------------------------------------
+def _multi_view(op_name: str, node_name: str, formula) -> None:
+    from .._ops.dispatcher import backend, grad_state
+    from .variable_type import _record, _register_view
+    op = OPS[op_name]
+    save = {a.name: ALL for a in op.args if not a.is_tensor}
+    d = Derivative(op, node_name, save, formula)
+
+    def kernel(op_, args):
+        prev = grad_state.enabled
+        grad_state.enabled = False  # the composite's own view calls must not record
+        try:
+            outs = backend(op_, args)
+        finally:
+            grad_state.enabled = prev
+        _record(d, args, tuple(outs))
+        _register_view(tuple(outs))
+        return outs
+    op.autograd_spec = d
+    op.autograd = kernel
+
+
+def _split_formula(ctx, *grads):
+    import course_lib as _cl
+    shape = _shape(ctx, "self")
+    d = ctx.dim % len(shape)
+    return _cl.cat(list(grads), d)
+
+
+def _unbind_formula(ctx, *grads):
+    import course_lib as _cl
+    shape = _shape(ctx, "self")
+    return _cl.stack(list(grads), ctx.dim % len(shape))
+
+
+for _name, _node, _f in (("split", "SplitBackward0", _split_formula), ("chunk", "SplitBackward0", _split_formula),
+                         ("unbind", "UnbindBackward0", _unbind_formula)):
+    if _name in OPS:
+        _multi_view(_name, _node, _f)
 
 
 # ---------------------------------------------------------------------------

@@ -226,8 +226,8 @@ def _execute(roots, root_grads, retain_graph, captures, inputs, accumulate, allo
     if inputs is not None and not accumulate:
         for k, g in enumerate(captured):
             if g is None and not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
-                                   "Set allow_unused=True if this is the desired behavior.")
+                raise RuntimeError(f"The differentiated Tensor at index {k} appears to not have been used in the "
+                                   "graph. Set allow_unused=True if this is the desired behavior.")
         return tuple(captured)
     return None
 

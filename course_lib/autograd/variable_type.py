@@ -37,9 +37,9 @@ class Derivative:
     """
 
     __slots__ = ("op", "name", "save", "formula", "node_cls", "save_output", "arg_index", "diff_pos",
-                 "output_differentiable", "_plan", "_save_result", "_n_tensor")
+                 "output_differentiable", "_plan", "_save_result", "_n_tensor", "_static_drop", "_scalar_drop")
 
-    def __init__(self, op, name: str, save: dict, formula, save_output: bool = False):
+    def __init__(self, op, name: str, save: dict, formula, save_output: bool = False, scalar_overload=()):
         self.op = op
         self.name = name
         self.save = save          # {arg name or "result": tuple of input names whose grad needs it, or None}
@@ -60,6 +60,12 @@ class Derivative:
         self._plan = tuple(plan)
         self._save_result = "result" in save
         self._n_tensor = len(op.tensor_pos)
+        # Which tensor arguments get an edge in next_functions.  As in PyTorch, arguments that are
+        # never differentiable (indices, masks, conditions) get none, and neither does an argument
+        # given as a Python number to an op whose torch overload takes a Scalar there
+        # (``x ** 2`` is pow.Tensor_Scalar: one edge; ``x * 2`` is mul.Tensor: two).
+        self._static_drop = frozenset(k for k, i in enumerate(op.tensor_pos) if op.args[i].name in NON_DIFFERENTIABLE)
+        self._scalar_drop = tuple((k, i) for k, i in enumerate(op.tensor_pos) if op.args[i].name in scalar_overload)
 
 
 def _schema_default(arg):
@@ -73,25 +79,37 @@ def _schema_default(arg):
         return None
 
 
-class FormulaNode(Node):
-    """A node whose backward is a formula from ``derivatives.py``."""
+NON_DIFFERENTIABLE = frozenset({"condition", "mask", "index", "indices", "target"})
 
-    __slots__ = ("_deriv", "needs_input_grad", "_out_meta")
+
+class FormulaNode(Node):
+    """A node whose backward is a formula from ``derivatives.py``.
+
+    The formula returns one gradient per tensor argument of the op (``None`` for the
+    ones it does not differentiate); ``_keep`` picks those that have an edge.
+    """
+
+    __slots__ = ("_deriv", "needs_input_grad", "_out_meta", "_keep")
 
     def apply(self, grad_outputs):
         d = self._deriv
         grads = grad_outputs
-        if self._out_meta is not None and None in grads:
-            grads = list(grads)
+        meta = self._out_meta
+        if meta is not None and (None in grads or len(grads) < len(meta)):
+            grads = list(grads) + [None] * (len(meta) - len(grads))
             for i, g in enumerate(grads):
-                if g is None and self._out_meta[i] is not None:
+                if g is None and meta[i] is not None:
                     from .._creation import zeros
-                    shape, dtype = self._out_meta[i]
+                    shape, dtype = meta[i]
                     grads[i] = zeros(shape, dtype=dtype)
         result = d.formula(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)
-        return _fit_to_inputs(self, result)
+        result = _fit_to_inputs(self, result)
+        keep = self._keep
+        if keep is not None:
+            result = tuple(result[k] if k < len(result) else None for k in keep)
+        return result
 
     def __getattr__(self, name):
         # ctx.self, ctx.other, ctx.result, ctx.dim, ...: saved values by schema name
@@ -177,7 +195,17 @@ def _record(d: Derivative, args: tuple, out):
                 edges.append((None, 0))
                 needs.append(False)
                 meta.append(None)
+    keep = None
+    if d._static_drop or d._scalar_drop:
+        drop = set(d._static_drop)
+        for k, i in d._scalar_drop:
+            if not isinstance(args[i], T):
+                drop.add(k)
+        if drop:
+            keep = tuple(k for k in range(len(edges)) if k not in drop)
+            edges = [edges[k] for k in keep]
     node = d.node_cls(edges)
+    node._keep = keep
     node._deriv = d
     node.needs_input_grad = tuple(needs)
     node._input_meta = tuple(meta)
@@ -362,7 +390,11 @@ def _rebase_view(view, base, fn) -> None:
     cs.fn = fn
     cs.view_geometry = (view._shape, view._stride, view._offset)
     cs.base_meta = (base._shape, base._stride, base._offset)
-    cs._input_meta = ((base._shape, base.dtype),) + tuple(fn._input_meta[1:])
+    meta = fn._input_meta
+    keep = getattr(fn, "_keep", None)
+    if keep is not None:
+        meta = tuple(meta[k] for k in keep)
+    cs._input_meta = ((base._shape, base.dtype),) + tuple(meta[1:])
     base.grad_fn = cs
     base._output_nr = 0
     base._requires_grad = True
