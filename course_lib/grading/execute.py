@@ -29,6 +29,19 @@ def _current_env_kernel_manager():
     return KernelManager(kernel_name="python3", kernel_spec_manager=CurrentEnv())
 
 
+def _coalesce(outputs: list) -> list:
+    """Join consecutive stream outputs of the same stream (the kernel may
+    send one print in several messages, depending on timing)."""
+    out: list = []
+    for o in outputs:
+        if (o.output_type == "stream" and out and out[-1].output_type == "stream"
+                and out[-1].name == o.name):
+            out[-1].text += o.text
+        else:
+            out.append(copy.deepcopy(o))
+    return out
+
+
 def execute_notebook(path: Path, timeout: int = 600) -> list[str]:
     """Execute `path` and store check-cell outputs only. Returns the checked lines."""
     from nbclient import NotebookClient
@@ -54,7 +67,8 @@ def execute_notebook(path: Path, timeout: int = 600) -> list[str]:
             continue
         count += 1
         if nbio.is_check(cell):
-            outputs = [o for o in ran.outputs if o.output_type != "display_data" or "text/plain" in o.get("data", {})]
+            outputs = _coalesce([o for o in ran.outputs
+                                 if o.output_type != "display_data" or "text/plain" in o.get("data", {})])
             cell.outputs = outputs
             # nbval compares outputs only of cells with an execution count;
             # the cell's position in the top-to-bottom run is deterministic.

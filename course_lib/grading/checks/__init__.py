@@ -23,6 +23,7 @@ import importlib
 import io
 import math
 import reprlib
+import sys
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -249,4 +250,6 @@ def check(exercise_id: str, obj: Any) -> None:
 
     Prints one fixed line on success; raises CheckFailure (or NotAttempted).
     """
-    print(run_check(exercise_id, obj))
+    line = run_check(exercise_id, obj)
+    sys.stdout.write(line + "\n")  # one write: one stream message
+    sys.stdout.flush()
