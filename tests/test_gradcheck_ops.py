@@ -488,6 +488,15 @@ def _emb(rng):
     return [("plain", lambda w: op("embedding")(w, cl.tensor([[0, 2], [2, 1]]), -1), (rand(rng, 3, 4),))]
 
 
+# -- ops returning several views (one multi-output node) ---------------------------------
+SPECS["split"] = (lambda rng: [("sizes", lambda x: x.split(2, 1), (rand(rng, 3, 5),)),
+                               ("one-piece-used", lambda x: x.split([1, 2], 0)[1] * 2, (rand(rng, 3, 2),))],
+                  True, "split")
+SPECS["chunk"] = (lambda rng: [("3", lambda x: x.chunk(3, 0), (rand(rng, 5, 2),))], True, "chunk")
+SPECS["unbind"] = (lambda rng: [("dim1", lambda x: x.unbind(1), (rand(rng, 2, 3),)),
+                                ("last-used", lambda x: x.unbind(0)[-1].exp(), (rand(rng, 3, 2),))], True, "unbind")
+
+
 # ---------------------------------------------------------------------------
 # the tests
 # ---------------------------------------------------------------------------
@@ -569,3 +578,4 @@ def test_gradcheck_names_the_disagreeing_element():
     assert "Jacobian mismatch for output 0 with respect to input 0" in msg
     assert "output element 0, input element 0" in msg
     assert gradcheck(Wrong.apply, (x,), raise_exception=False) is False
+
