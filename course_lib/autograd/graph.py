@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import weakref
 
-__all__ = ["Node", "AccumulateGrad", "SavedTensor", "RemovableHandle", "gradient_edge"]
+__all__ = ["Node", "AccumulateGrad", "SavedTensor", "RemovableHandle", "gradient_edge", "saved_tensors_hooks"]
 
 _seq = itertools.count()
 
@@ -51,14 +51,24 @@ class SavedTensor:
     fails after the graph was freed by a backward pass without ``retain_graph``.
     Outputs of the node are kept without their ``grad_fn`` (to avoid a reference
     cycle) and get it back when unpacked.
+
+    Inside ``saved_tensors_hooks(pack, unpack)`` the tensor itself is not kept:
+    ``pack(tensor)`` returns what to keep and ``unpack(that)`` gives a tensor back in
+    backward (checkpointing uses this to drop activations and recompute them).
     """
 
-    __slots__ = ("tensor", "version", "is_output", "output_nr")
+    __slots__ = ("tensor", "version", "is_output", "output_nr", "packed", "unpack_hook")
 
     def __init__(self, t, is_output: bool = False):
         self.version = t._vc.value
         self.is_output = is_output
         self.output_nr = t._output_nr
+        if _saved_hooks:
+            pack, self.unpack_hook = _saved_hooks[-1]
+            self.packed = pack(t)
+            self.tensor = None
+            return
+        self.unpack_hook = None
         if is_output:
             from .._tensor import Tensor
             a = Tensor._make(t._storage, t._offset, t._shape, t._stride, t.dtype, t._base, t._vc)
@@ -68,6 +78,8 @@ class SavedTensor:
             self.tensor = t
 
     def unpack(self, node: "Node"):
+        if self.unpack_hook is not None:
+            return self.unpack_hook(self.packed)
         t = self.tensor
         if t._vc.value != self.version:
             if self.is_output:
@@ -91,6 +103,33 @@ class SavedTensor:
             out._requires_grad = True
             return out
         return t
+
+
+_saved_hooks: list = []  # stack of (pack, unpack) pairs
+
+
+class saved_tensors_hooks:
+    """Context manager: tensors saved for backward inside it go through ``pack_hook``.
+
+    ``pack_hook(tensor) -> anything`` runs when a node saves a tensor; what it returns is
+    kept instead of the tensor.  ``unpack_hook(that) -> tensor`` runs when backward needs
+    the tensor.  In PyTorch: ``torch.autograd.graph.saved_tensors_hooks``.
+
+    >>> with saved_tensors_hooks(lambda t: t.numpy().copy(), lambda a: course_lib.tensor(a)):
+    ...     y = x.exp()        # ExpBackward0 keeps a numpy copy of y
+    """
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        _saved_hooks.append((self.pack_hook, self.unpack_hook))
+        return self
+
+    def __exit__(self, *exc):
+        _saved_hooks.pop()
+        return False
 
 
 def _short_name(node) -> str:
