@@ -71,7 +71,7 @@ def test_checkpoint_sequential_drops_peak_memory(depth):
     last = depth - size * (segments - 1)   # the last segment is not checkpointed
     assert fwd_ref >= depth * act          # every layer's input is kept
     assert fwd_ck <= (segments + last + 1) * act  # segment inputs + the last segment's activations
-    assert peak_ck < peak_ref * 0.7
+    assert peak_ck < peak_ref * (0.6 if depth >= 32 else 0.9)
 
 
 def test_checkpoint_replays_random_numbers():
