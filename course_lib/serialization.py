@@ -437,54 +437,133 @@ def _reduce_tensor(t: Tensor):
 # =============================================================================================
 # The archive: writing (PyTorchStreamWriter)
 # =============================================================================================
-_FIXED_DATE = (1980, 1, 1, 0, 0, 0)  # a fixed timestamp: the same object gives the same bytes
 _PAD_HEADER_ID = 0x4246               # "FB": the extra field PyTorch pads local headers with
+_PARALLEL_CRC_BYTES = 1 << 20        # records this big get their CRC-32 computed in a second thread
+_U32 = 0xFFFFFFFF
+_DOS_TIME, _DOS_DATE = 0, (0 << 9) | (1 << 5) | 1  # 1980-01-01 00:00: a fixed date, so saves are reproducible
+_LOCAL = struct.Struct("<IHHHHHIIIHH")            # local file header (30 bytes)
+_CENTRAL = struct.Struct("<IHHHHHHIIIHHHHHII")    # central directory header (46 bytes)
+_EOCD = struct.Struct("<IHHHHIIH")                # end of central directory (22 bytes)
+_EOCD64 = struct.Struct("<IQHHIIQQQQ")            # zip64 end of central directory (56 bytes)
+_EOCD64_LOCATOR = struct.Struct("<IIQI")          # zip64 end of central directory locator (20 bytes)
 
 
 class _ArchiveWriter:
-    """Writes ``<prefix>/<name>`` records, stored uncompressed, each record's data 64-byte aligned.
+    """Writes a zip archive of ``<prefix>/<name>`` records: stored, each record's data 64-byte aligned.
 
-    A zip local header is 30 bytes + the file name + an "extra" field; the data follows.
-    Padding the extra field moves the data to the next multiple of 64, so that a
-    memory-mapped storage starts aligned (what ``PyTorchStreamWriter::writeRecord`` does).
+    A zip file is a sequence of records, each a *local header* (30 bytes, the name, an
+    "extra" field) followed by the data, and at the end a *central directory* listing
+    every record's name, CRC-32, size and offset, then an end record pointing at the
+    directory.  Padding the extra field moves each record's data to the next multiple
+    of 64, so that a memory-mapped storage starts aligned (``PyTorchStreamWriter::
+    writeRecord`` does the same).  Sizes or offsets past 4 GiB use the zip64 variants.
+
+    The CRC-32 of a large record is computed in a second thread while the main thread
+    writes the bytes (both release the GIL), and patched into the local header after.
     """
 
-    def __init__(self, fileobj: IO[bytes], prefix: str):
+    def __init__(self, fileobj: IO[bytes], prefix: str, force_zip64: bool = False):
+        self.f = fileobj
         self.prefix = prefix
-        self._zip = zipfile.ZipFile(fileobj, "w", compression=zipfile.ZIP_STORED, allowZip64=True)
+        try:
+            self.pos = fileobj.tell()
+            # (a file opened for appending "seeks" but writes at the end: no patching there)
+            self.seekable = fileobj.seekable() and "a" not in str(getattr(fileobj, "mode", ""))
+        except (AttributeError, OSError, ValueError):
+            self.pos, self.seekable = 0, False
+        self.force_zip64 = force_zip64
+        self.entries: list[tuple] = []  # (name, flags, crc, size, header offset, zip64)
         self._digest = hashlib.sha1()
+        self._pool = None
+
+    def _write(self, data) -> None:
+        view = memoryview(data).cast("B")
+        while view.nbytes:
+            n = self.f.write(view)
+            if n is None or n == view.nbytes:  # buffered files write everything
+                break
+            view = view[n:]
+
+    def _crc_later(self, data):
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="course_lib-crc32")
+        return self._pool.submit(zlib.crc32, data)
 
     def write_record(self, name: str, data) -> None:
         if isinstance(data, np.ndarray):
-            data = memoryview(np.ascontiguousarray(data).reshape(-1).view(np.uint8))
-        info = zipfile.ZipInfo(f"{self.prefix}/{name}", date_time=_FIXED_DATE)
-        info.compress_type = zipfile.ZIP_STORED
-        info.create_system = 0
-        info.external_attr = 0o644 << 16
-        nbytes = len(data)
-        zip64 = nbytes * 1.05 > zipfile.ZIP64_LIMIT  # zipfile then appends a 20-byte zip64 field
-        fixed = 30 + len(info.filename.encode("utf-8")) + 4 + (20 if zip64 else 0)
-        pad = (-(self._zip.start_dir + fixed)) % STORAGE_ALIGNMENT
-        info.extra = struct.pack("<HH", _PAD_HEADER_ID, pad) + b"Z" * pad
-        self._zip.writestr(info, data)
-        info.extra = b""  # the padding only matters in the local header, not in the directory
-        self._digest.update(f"{name}:{info.CRC}:{nbytes};".encode())
+            data = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        data = memoryview(data).cast("B")
+        size = data.nbytes
+        fname = f"{self.prefix}/{name}".encode("utf-8")
+        flags = 0 if fname.isascii() else 0x800  # bit 11: the name is UTF-8
+        zip64 = self.force_zip64 or size >= _U32
+        z64 = struct.pack("<HHQQ", 1, 16, size, size) if zip64 else b""
+        pad = (-(self.pos + _LOCAL.size + len(fname) + len(z64) + 4)) % STORAGE_ALIGNMENT
+        extra = z64 + struct.pack("<HH", _PAD_HEADER_ID, pad) + b"Z" * pad
+        later = self.seekable and size >= _PARALLEL_CRC_BYTES
+        future = self._crc_later(data) if later else None
+        crc = 0 if later else zlib.crc32(data)
+        header_offset = self.pos
+        sizes = (_U32, _U32) if zip64 else (size, size)
+        self._write(_LOCAL.pack(0x04034B50, 45 if zip64 else 20, flags, 0, _DOS_TIME, _DOS_DATE, crc, *sizes,
+                                len(fname), len(extra)) + fname + extra)
+        self._write(data)
+        self.pos = header_offset + _LOCAL.size + len(fname) + len(extra) + size
+        if future is not None:
+            crc = future.result()
+            self.f.seek(header_offset + 14)  # the CRC field of the local header
+            self.f.write(struct.pack("<I", crc))
+            self.f.seek(self.pos)
+        self.entries.append((fname, flags, crc, size, header_offset, zip64))
+        self._digest.update(f"{name}:{crc}:{size};".encode())
 
     def close(self) -> None:
+        """Write the serialization id, the central directory and the end records."""
         self.write_record(".data/serialization_id", self._digest.hexdigest().encode())
-        self._zip.close()
+        cd_offset = self.pos
+        central = []
+        for fname, flags, crc, size, offset, zip64 in self.entries:
+            big = []  # zip64 extra: the sizes and/or the offset that do not fit in 32 bits, in this order
+            if zip64 or size >= _U32:
+                big += [size, size]
+            if offset >= _U32 or self.force_zip64:
+                big.append(offset)
+            extra = struct.pack(f"<HH{len(big)}Q", 1, 8 * len(big), *big) if big else b""
+            version = 45 if big else 20
+            sizes = (_U32, _U32) if (zip64 or size >= _U32) else (size, size)
+            central.append(_CENTRAL.pack(
+                0x02014B50, (3 << 8) | version, version, flags, 0, _DOS_TIME, _DOS_DATE, crc, *sizes, len(fname),
+                len(extra), 0, 0, 0, 0o644 << 16, _U32 if (offset >= _U32 or self.force_zip64) else offset)
+                + fname + extra)
+        directory = b"".join(central)
+        self._write(directory)
+        n, cd_size = len(self.entries), len(directory)
+        if self.force_zip64 or n >= 0xFFFF or cd_offset >= _U32 or cd_size >= _U32:
+            self._write(_EOCD64.pack(0x06064B50, _EOCD64.size - 12, 45, 45, 0, 0, n, n, cd_size, cd_offset))
+            self._write(_EOCD64_LOCATOR.pack(0x07064B50, 0, cd_offset + cd_size, 1))
+        self._write(_EOCD.pack(0x06054B50, 0, 0, min(n, 0xFFFF), min(n, 0xFFFF), min(cd_size, _U32),
+                               min(cd_offset, _U32), 0))
+        self._shutdown()
 
     def abandon(self) -> None:
-        """After a failure: drop the half-written archive without writing its directory."""
-        self._zip._writing = False
-        self._zip.fp = None
+        """After a failure: stop, without writing the directory (the archive is left unreadable)."""
+        self._shutdown()
+
+    def _shutdown(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+
+_FORCE_ZIP64 = False  # tests set it to exercise the zip64 records without writing 4 GiB
 
 
 def _write_archive(obj, fileobj: IO[bytes], prefix: str, pickle_protocol: int) -> None:
     buf = io.BytesIO()
     pickler = _Pickler(buf, pickle_protocol)
     pickler.dump(obj)
-    w = _ArchiveWriter(fileobj, prefix)
+    w = _ArchiveWriter(fileobj, prefix, force_zip64=_FORCE_ZIP64)
     try:
         w.write_record("data.pkl", buf.getvalue())
         w.write_record(".format_version", b"1")
@@ -546,14 +625,18 @@ def _atomic_write(path, write: Callable[[IO[bytes]], None]) -> None:
             break
         except FileExistsError:
             continue
+    old_fd = None
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
-            os.fsync(f.fileno())
+            getattr(os, "fdatasync", os.fsync)(f.fileno())
         if os.path.exists(target):
             try:
                 shutil.copymode(target, tmp)
+                # Keep the old file open across the rename: the file system then frees its
+                # blocks when we close it (in the background below), not inside os.replace.
+                old_fd = os.open(target, os.O_RDONLY)
             except OSError:
                 pass
         os.replace(tmp, target)
@@ -562,7 +645,11 @@ def _atomic_write(path, write: Callable[[IO[bytes]], None]) -> None:
             os.unlink(tmp)
         except OSError:
             pass
+        if old_fd is not None:
+            os.close(old_fd)
         raise
+    if old_fd is not None:
+        threading.Thread(target=os.close, args=(old_fd,), daemon=True).start()
     _fsync_dir(folder)
 
 
@@ -626,9 +713,21 @@ class _ArchiveReader:
         self.prefix = first.split("/", 1)[0]
         lead = self.prefix + "/"
         self._records = {i.filename[len(lead):]: i for i in infos if i.filename.startswith(lead)}
+        self._pool = None
+        self._pending: list = []  # (name, expected CRC, future) of CRC checks running in the background
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         self._zip.close()
+
+    def finish(self) -> None:
+        """Wait for the background CRC checks; raise if a record failed its check."""
+        pending, self._pending = self._pending, []
+        for name, expected, future in pending:
+            if future.result() != expected:
+                raise self._damaged(name, "fails its CRC-32 check")
 
     def names(self) -> list[str]:
         return list(self._records)
@@ -698,8 +797,16 @@ class _ArchiveReader:
             got += k
         if got != n:
             raise self._damaged(name, f"is cut short: {got} of {n} bytes")
-        if zlib.crc32(view) != info.CRC:
-            raise self._damaged(name, "fails its CRC-32 check")
+        if n < _PARALLEL_CRC_BYTES:
+            if zlib.crc32(view) != info.CRC:
+                raise self._damaged(name, "fails its CRC-32 check")
+            return
+        # A large record is checked in a second thread while the next one is read (both
+        # release the GIL); finish() collects the verdicts before load returns.
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="course_lib-crc32")
+        self._pending.append((name, info.CRC, self._pool.submit(zlib.crc32, view)))
 
     def stored_offset(self, name: str) -> int:
         """For mmap: the record's offset, which must be stored uncompressed."""
@@ -905,10 +1012,13 @@ def _load(reader: _ArchiveReader, map_location, weights_only: bool, mm) -> Any:
             unpickler = _weights_only_unpickler.Unpickler(data, encoding="utf-8")
             unpickler.persistent_load = loader.persistent_load
             try:
-                return unpickler.load()
+                result = unpickler.load()
             except pickle.UnpicklingError as e:
                 raise pickle.UnpicklingError(_get_wo_message(str(e))) from None
-        return _FullUnpickler(io.BytesIO(data), loader).load()
+        else:
+            result = _FullUnpickler(io.BytesIO(data), loader).load()
+        reader.finish()
+        return result
     finally:
         _load_state.v3_views = None
 

@@ -230,6 +230,36 @@ def test_prefix_from_file_name_and_archive_for_buffers(tmp_path):
     assert zipfile.ZipFile(io.BytesIO(saved_bytes(cl.ones(1)))).namelist()[0] == "archive/data.pkl"
 
 
+def test_archives_pass_zipfile_checks_small_and_large_records():
+    raw = saved_bytes({"small": cl.arange(10.), "large": cl.arange(600_000.), "i": cl.arange(300_000)})
+    z = zipfile.ZipFile(io.BytesIO(raw))
+    assert z.testzip() is None  # every CRC-32 right (the large ones are computed in a second thread)
+    assert z.read("archive/data/1") == np.arange(600_000, dtype=np.float32).tobytes()
+
+
+def test_forced_zip64_archives_read_back(monkeypatch, tmp_path):
+    monkeypatch.setattr(S, "_FORCE_ZIP64", True)
+    path = tmp_path / "z64.pt"
+    cl.save({"w": cl.arange(300_000.), "n": cl.tensor(3)}, path)
+    raw = path.read_bytes()
+    assert b"PK\x06\x06" in raw[-200:] and b"PK\x06\x07" in raw[-100:]  # zip64 end records
+    assert zipfile.ZipFile(path).testzip() is None
+    for name, (offset, _) in record_spans(raw).items():
+        assert offset % 64 == 0, name
+    r = cl.load(path)
+    assert values(r["w"])[-1] == 299_999.0 and values(r["n"]) == 3
+    assert values(cl.load(path, mmap=True)["w"])[5] == 5.0
+
+
+def test_saving_after_other_bytes_in_the_same_file():
+    buf = io.BytesIO()
+    buf.write(b"some header of another format" * 3)
+    cl.save({"w": cl.arange(5.)}, buf)
+    raw = buf.getvalue()
+    assert zipfile.ZipFile(io.BytesIO(raw)).testzip() is None
+    assert values(cl.load(io.BytesIO(raw))["w"]).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
 def test_saving_is_deterministic():
     obj = {"w": cl.arange(10.), "v": cl.arange(10.)[3:]}
     assert saved_bytes(obj) == saved_bytes(obj)
@@ -551,6 +581,14 @@ def test_corrupted_storage_bytes_fail_the_crc():
     raw = bytearray(saved_bytes({"w": cl.arange(100.)}))
     offset, size = record_spans(bytes(raw))["archive/data/0"]
     raw[offset + size // 2] ^= 0x10
+    with pytest.raises(RuntimeError, match=r"archive/data/0' fails its CRC-32 check"):
+        _load_raw(bytes(raw))
+
+
+def test_corrupted_large_storage_fails_the_background_crc():
+    raw = bytearray(saved_bytes({"a": cl.arange(400_000.), "b": cl.arange(400_000.)}))
+    offset, size = record_spans(bytes(raw))["archive/data/0"]
+    raw[offset + size - 3] ^= 0x01
     with pytest.raises(RuntimeError, match=r"archive/data/0' fails its CRC-32 check"):
         _load_raw(bytes(raw))
 

@@ -264,6 +264,16 @@ def test_torch_reads_deflated_and_unaligned_course_lib_style_archives(torch):
         assert values(cl.load(io.BytesIO(raw))["w"]).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
 
 
+def test_torch_reads_zip64_archives(torch, tmp_path, monkeypatch):
+    from course_lib import serialization as S
+    monkeypatch.setattr(S, "_FORCE_ZIP64", True)
+    base = cl.arange(300_000.)
+    cl.save({"w": base, "tail": base[10:]}, tmp_path / "z64.pt")
+    for mmap in (False, True):
+        r = torch.load(tmp_path / "z64.pt", weights_only=True, mmap=mmap)
+        assert r["w"][-1].item() == 299_999.0 and same_storage_torch(r["w"], r["tail"])
+
+
 def test_torch_alignment_matches(torch, tmp_path):
     torch.save({"a": torch.ones(3), "b": torch.zeros(5)}, tmp_path / "t.pt")
     cl.save({"a": cl.ones(3), "b": cl.zeros(5)}, tmp_path / "c.pt")
