@@ -32,16 +32,24 @@ def _validate_root(out, grad, i):
         if not out.dtype.is_floating_point:
             raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
                                f"torch.{out.dtype._tensor_name.lower()}")
-        from .._creation import ones_like
-        return ones_like(out)
+        return _ones(out)
     if not isinstance(grad, T):
         from .._creation import tensor
         grad = tensor(grad, dtype=out.dtype)
     if grad._shape != out._shape:
-        from .._size import Size
         raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of torch.Size({list(grad._shape)}) "
                            f"and output[{i}] has a shape of torch.Size({list(out._shape)}).")
     return grad
+
+
+def _ones(out):
+    """The implicit gradient of a scalar output: a 1 of its shape and dtype."""
+    if out._storage.data is None:
+        from .._creation import ones_like
+        return ones_like(out)
+    import numpy as np
+    from .._ops.common import wrap
+    return wrap(np.ones(out._shape, dtype=out.dtype.np), out.dtype)
 
 
 def _collect(roots):
@@ -133,27 +141,32 @@ def run_backward(outputs, grad_outputs, retain_graph: bool, create_graph: bool, 
 def _execute(roots, root_grads, retain_graph, captures, inputs, accumulate, allow_unused):
     root_nodes = [n for n, _ in roots]
     deps, reachable = _collect(root_nodes)
-    targets = {node for node, _ in captures}
-    needed = _needed([n for n in root_nodes if n is not None], targets) if inputs is not None else None
+    needed = None
+    capture_nodes = ()
+    if inputs is not None:
+        capture_nodes = {node for node, _ in captures}
+        needed = _needed([n for n in root_nodes if n is not None], capture_nodes)
 
+    # input buffers: node -> list of gradients, one slot per output of the node
     buffers = {}
     for (node, nr), g in zip(roots, root_grads):
         if node is None:
             continue
-        buf = buffers.setdefault(node, {})
-        buf[nr] = buf[nr] + g if nr in buf else g
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = []
+        _add_to(buf, nr, g)
 
     captured = [None] * (len(inputs) if inputs is not None else 0)
     ready = []
+    heappush, heappop = heapq.heappush, heapq.heappop
     for node in set(n for n in root_nodes if n is not None):
         if deps.get(node, 0) == 0:
-            heapq.heappush(ready, (-node._sequence_nr, id(node), node))
+            heappush(ready, (-node._sequence_nr, id(node), node))
 
     while ready:
-        _, _, node = heapq.heappop(ready)
-        buf = buffers.pop(node, {})
-        n_out = max(buf.keys(), default=-1) + 1
-        grads = [buf.get(i) for i in range(n_out)] if n_out else [None]
+        node = heappop(ready)[2]
+        grads = buffers.pop(node, None) or [None]
 
         # tensor hooks (register_hook) and retain_grad, per output
         if node._tensor_pre_hooks:
@@ -174,54 +187,56 @@ def _execute(roots, root_grads, retain_graph, captures, inputs, accumulate, allo
                 if r is not None:
                     grads = list(r)
 
-        # capture for autograd.grad / inputs=
-        is_capture = False
-        if captures:
-            for nr in range(max(len(grads), 1)):
-                ks = captures.get((node, nr))
-                if ks:
-                    for k in ks:
-                        g = grads[nr] if nr < len(grads) else None
-                        captured[k] = g
-                        if accumulate and g is not None:
-                            t = inputs[k]
-                            if not isinstance(node, AccumulateGrad):
-                                t._grad = g.detach().clone() if t._grad is None else t._grad + g
-            is_capture = node in {n for n, _ in captures}
-
         run = True
         if needed is not None:
+            # capture for autograd.grad / inputs=
+            is_capture = node in capture_nodes
+            if is_capture:
+                for nr in range(len(grads)):
+                    ks = captures.get((node, nr))
+                    if ks:
+                        for k in ks:
+                            g = grads[nr]
+                            captured[k] = g
+                            if accumulate and g is not None and not isinstance(node, AccumulateGrad):
+                                t = inputs[k]
+                                t._grad = g.detach().clone() if t._grad is None else t._grad + g
             if isinstance(node, AccumulateGrad):
                 run = accumulate and is_capture
             elif node not in needed:
                 run = False
+        nf = node.next_functions
         if run:
-            if isinstance(node, AccumulateGrad):
-                grad_inputs = node.apply(tuple(grads))
+            for g in grads:
+                if g is not None:
+                    grad_inputs = node.apply(tuple(grads))
+                    if node._hooks:
+                        for hook in list(node._hooks.values()):
+                            r = hook(grad_inputs, tuple(grads))
+                            if r is not None:
+                                grad_inputs = tuple(r)
+                    break
             else:
-                grad_inputs = node.apply(tuple(grads))
-                if node._hooks:
-                    for hook in list(node._hooks.values()):
-                        r = hook(grad_inputs, tuple(grads))
-                        if r is not None:
-                            grad_inputs = tuple(r)
+                grad_inputs = ()  # no gradient reached this node: nothing to pass on
             if not retain_graph:
                 node._release()
         else:
             grad_inputs = ()
 
-        nf = node.next_functions
-        if len(grad_inputs) < len(nf):
-            grad_inputs = tuple(grad_inputs) + (None,) * (len(nf) - len(grad_inputs))
-        for (nxt, nr), g in zip(nf, grad_inputs):
+        n_gi = len(grad_inputs)
+        for k, (nxt, nr) in enumerate(nf):
             if nxt is None:
                 continue
+            g = grad_inputs[k] if k < n_gi else None
             if g is not None:
-                b = buffers.setdefault(nxt, {})
-                b[nr] = b[nr] + g if nr in b else g
-            deps[nxt] -= 1
-            if deps[nxt] == 0:
-                heapq.heappush(ready, (-nxt._sequence_nr, id(nxt), nxt))
+                buf = buffers.get(nxt)
+                if buf is None:
+                    buf = buffers[nxt] = []
+                _add_to(buf, nr, g)
+            d = deps[nxt] - 1
+            deps[nxt] = d
+            if d == 0:
+                heappush(ready, (-nxt._sequence_nr, id(nxt), nxt))
 
     if inputs is not None and not accumulate:
         for k, g in enumerate(captured):
@@ -230,6 +245,18 @@ def _execute(roots, root_grads, retain_graph, captures, inputs, accumulate, allo
                                    "graph. Set allow_unused=True if this is the desired behavior.")
         return tuple(captured)
     return None
+
+
+def _add_to(buf: list, nr: int, g) -> None:
+    """Add ``g`` into slot ``nr`` of an input buffer (PyTorch's InputBuffer::add)."""
+    n = len(buf)
+    if nr < n:
+        cur = buf[nr]
+        buf[nr] = g if cur is None else cur + g
+    else:
+        if nr > n:
+            buf.extend([None] * (nr - n))
+        buf.append(g)
 
 
 def _install(tensor_cls):

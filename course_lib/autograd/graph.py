@@ -146,6 +146,8 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
 
 _FREED_MARK = object()
 
+from .._ops.dispatcher import grad_state as _grad_state  # noqa: E402
+
 
 class Node:
     """One recorded op in the backward graph.
@@ -154,20 +156,28 @@ class Node:
     output / per edge in ``next_functions``).
     """
 
-    __slots__ = ("next_functions", "_saved", "_released", "_pre_hooks", "_hooks", "_tensor_pre_hooks",
-                 "_retains_grad_hooks", "_sequence_nr", "_input_meta", "metadata", "__weakref__", "__dict__")
+    __slots__ = ("next_functions", "_saved", "_sequence_nr", "_input_meta", "__weakref__", "__dict__")
+    # Rarely set fields are class-level defaults (an instance that sets one keeps it in its
+    # __dict__): creating a node on every recorded op then costs four attribute writes.
+    _released = False
+    _pre_hooks = None
+    _hooks = None
+    _tensor_pre_hooks = None
+    _retains_grad_hooks = None
 
     def __init__(self, next_functions=()):
         self.next_functions = tuple(next_functions)
         self._saved = None
-        self._released = False
-        self._pre_hooks = None
-        self._hooks = None
-        self._tensor_pre_hooks = None
-        self._retains_grad_hooks = None
         self._sequence_nr = next(_seq)
         self._input_meta = None
-        self.metadata = {}
+
+    @property
+    def metadata(self) -> dict:
+        """A dict for your own annotations (as ``Node.metadata`` in PyTorch)."""
+        d = self.__dict__.get("_metadata")
+        if d is None:
+            d = self.__dict__["_metadata"] = {}
+        return d
 
     def name(self) -> str:
         return type(self).__name__
@@ -238,18 +248,17 @@ class AccumulateGrad(Node):
         self._post_hooks = None
 
     def apply(self, grad_outputs):
-        from .._ops.dispatcher import grad_state
         var = self.variable
         g = grad_outputs[0]
         if g is None:
             return ()
         if var._grad is None:
-            if grad_state.enabled:
+            if _grad_state.enabled:
                 var._grad = g  # create_graph: keep the graph of the gradient
             else:
                 # a copy: the same gradient tensor may also flow to other leaves
-                var._grad = g.detach().clone()
-        elif grad_state.enabled:
+                var._grad = _fresh_copy(g)
+        elif _grad_state.enabled:
             var._grad = var._grad + g
         else:
             var._grad.add_(g)
@@ -257,6 +266,13 @@ class AccumulateGrad(Node):
             for hook in list(var._post_acc_hooks.values()):
                 hook(var)
         return ()
+
+
+def _fresh_copy(g):
+    """A contiguous copy of ``g`` with its own storage and no history (no dispatch: hot path)."""
+    from .._ops.common import wrap
+    import numpy as np
+    return wrap(np.array(g._np(), order="C"), g.dtype)
 
 
 def grad_accumulator(t) -> AccumulateGrad:
