@@ -422,6 +422,15 @@ def test_persistent_workers_reuse_processes_across_epochs():
     assert not any(w.is_alive() for w in workers)
 
 
+def test_persistent_workers_restart_after_a_dead_worker():
+    loader = D.DataLoader(Dies(12, 5, "exit"), batch_size=2, num_workers=2, persistent_workers=True)
+    with pytest.raises(RuntimeError, match="exited unexpectedly"):
+        list(loader)
+    loader.dataset.bad = None  # the fork-time copy of the dataset is what new workers get
+    assert flat(loader) == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9], [10, 11]]
+    del loader
+
+
 def test_persistent_workers_iterable_dataset():
     loader = D.DataLoader(Shards(6), batch_size=2, num_workers=2, persistent_workers=True)
     assert flat(loader) == flat(loader) == [[0, 2], [1, 3], [4], [5]]

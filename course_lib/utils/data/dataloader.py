@@ -277,7 +277,7 @@ class DataLoader:
     def __iter__(self) -> "_BaseDataLoaderIter":
         # Persistent workers: one multi-process iterator for the DataLoader's lifetime, reset each epoch.
         if self.persistent_workers and self.num_workers > 0:
-            if self._iterator is None:
+            if self._iterator is None or self._iterator._shutdown:  # (a dead worker stops them all)
                 self._iterator = self._get_iterator()
             else:
                 self._iterator._reset(self)

@@ -309,6 +309,42 @@ class _MainUnpickler(pickle.Unpickler):
         return self.cache._tensor(pid, self.worker_id, self.storages)
 
 
+# ----------------------------------------------------------------------------- the pickling strategy
+
+def _rebuild_tensor(array: np.ndarray, requires_grad: bool):
+    """The receiving side of :func:`_reduce_tensor`: wrap the freshly unpickled array, no copy."""
+    from ...._creation import from_numpy
+
+    t = from_numpy(array)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _reduce_tensor(t):
+    """How a tensor pickles through a ``multiprocessing`` queue: its elements as one contiguous numpy array.
+
+    ``Tensor.__reduce_ex__`` (plain ``pickle``) copies the data first, and
+    rebuilds by copying again; between processes the unpickled array is fresh,
+    so neither copy is needed.  This is what the ``'pickle'`` sharing strategy
+    sends.  (PyTorch registers a reducer here too, in
+    ``torch/multiprocessing/reductions.py``; its reducer moves the storage to
+    shared memory instead.)
+    """
+    return _rebuild_tensor, (np.ascontiguousarray(t._np()), t.requires_grad)
+
+
+def _register_reducer() -> None:
+    from multiprocessing.reduction import ForkingPickler
+
+    from ...._tensor import Tensor
+
+    ForkingPickler.register(Tensor, _reduce_tensor)
+
+
+_register_reducer()
+
+
 # ----------------------------------------------------------------------------- cleanup
 
 def new_prefix() -> str:
