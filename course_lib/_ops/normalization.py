@@ -111,17 +111,18 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     if training:
         xhat, mean, invstd, var_b = norm_stats(x, axes, eps)
         n = x.size // C
+        # The running statistics are updated inside the kernel, without bumping their version
+        # counters: as in PyTorch, where an eval-mode node that saved them still back-propagates
+        # (with the updated values) after a later training step of the same layer.
         if running_mean is not None:
             rm = running_mean._np()
             rm *= (1 - momentum)
             rm += momentum * mean.reshape(-1).astype(rm.dtype)
-            running_mean._bump_version()
         if running_var is not None:
             rv = running_var._np()
             unbiased = var_b.reshape(-1) * n / max(n - 1, 1)
             rv *= (1 - momentum)
             rv += momentum * unbiased.astype(rv.dtype)
-            running_var._bump_version()
         save_mean = mean.reshape(-1)
         save_invstd = invstd.reshape(-1)
     else:
