@@ -289,6 +289,7 @@ def test_worker_exception_is_reraised_with_its_traceback():
     msg = str(info.value)
     assert msg.startswith("Caught ValueError in DataLoader worker process 0.\nOriginal Traceback (most recent call last):")
     assert "in __getitem__" in msg and msg.rstrip().endswith("ValueError: bad index 5")
+    del info  # test frame -> info -> traceback -> test frame: break the cycle, the iterator goes now
 
 
 def test_iteration_continues_after_a_worker_exception():
@@ -310,6 +311,7 @@ def test_keyerror_and_unconstructible_exceptions():
     with pytest.raises(KeyError) as info:
         list(D.DataLoader(Failing(4, 1, KeyError("k")), num_workers=1))
     assert "Caught KeyError in DataLoader worker process 0.\nOriginal Traceback" in str(info.value)
+    del info
     with pytest.raises(RuntimeError, match="Caught NeedsTwoArgs in DataLoader worker process 0"):
         list(D.DataLoader(Failing(4, 1, NeedsTwoArgs(1, 2)), num_workers=1))
 

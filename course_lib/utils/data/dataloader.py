@@ -511,9 +511,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     def _raise_if_workers_died(self, cause: BaseException | None = None) -> None:
         failed = [w for i, w in enumerate(self._workers) if self._workers_status[i] and not w.is_alive()]
         if failed:
-            error = workers_failure(failed)
             self._shutdown_workers()
-            raise error from cause
+            raise workers_failure(failed) from cause
 
     def _get_data(self):
         deadline = time.monotonic() + self._timeout if self._timeout > 0 else None

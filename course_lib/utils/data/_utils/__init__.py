@@ -73,12 +73,17 @@ class ExceptionWrapper:
             msg = KeyErrorMessage(msg)
         elif getattr(self.exc_type, "message", None):
             raise self.exc_type(message=msg)
+        # No local name for the exception: exception -> traceback -> this frame -> exception would be a
+        # reference cycle, and the iterator (in the traceback's frames) would wait for the garbage collector
+        # to stop its workers.
+        raise self._exception(msg)
+
+    def _exception(self, msg: str) -> BaseException:
         try:
-            exception = self.exc_type(msg)
+            return self.exc_type(msg)
         except Exception:
             # the type needs other constructor arguments: say it with a RuntimeError
-            raise RuntimeError(msg) from None
-        raise exception
+            return RuntimeError(msg)
 
 
 from . import collate, fetch, pin_memory, shared_memory, signal_handling, worker  # noqa: E402,F401
