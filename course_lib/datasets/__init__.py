@@ -2,7 +2,18 @@
 
 ``shapes``: tiny grayscale images of four shapes (square, disk, plus, cross), for
 training a first network in seconds (chapter 04).
-"""
-from .shapes import SHAPE_CLASSES, Shapes, make_shapes  # noqa: F401
 
-__all__ = ["SHAPE_CLASSES", "Shapes", "make_shapes"]
+``synthetic``: procedural colour images (``SyntheticImages``, optionally made
+CPU-expensive with ``work``) and tables (``SyntheticTabular``), for chapter 06.
+
+``mnist``: MNIST and Fashion-MNIST read from their IDX files (``read_idx``,
+``write_idx``); ``transforms``: ``Compose``, ``ToTensor``, ``Normalize``,
+``RandomCrop``, ``RandomHorizontalFlip`` (torchvision's names).
+"""
+from . import transforms  # noqa: F401
+from .mnist import MNIST, FashionMNIST, read_idx, write_idx  # noqa: F401
+from .shapes import SHAPE_CLASSES, Shapes, make_shapes  # noqa: F401
+from .synthetic import SyntheticImages, SyntheticTabular  # noqa: F401
+
+__all__ = ["SHAPE_CLASSES", "Shapes", "make_shapes", "SyntheticImages", "SyntheticTabular", "MNIST", "FashionMNIST",
+           "read_idx", "write_idx", "transforms"]
