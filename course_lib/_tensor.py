@@ -424,17 +424,26 @@ class Tensor:
         from ._creation import tensor
         return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
+    @staticmethod
+    def _new_size(size) -> tuple:
+        if len(size) == 1 and isinstance(size[0], (tuple, list)):
+            size = tuple(size[0])
+        for s in size:
+            if s < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+        return tuple(size)
+
     def new_zeros(self, *size, dtype=None):
         from ._creation import zeros
-        return zeros(*size, dtype=dtype or self.dtype)
+        return zeros(self._new_size(size), dtype=dtype or self.dtype)
 
     def new_ones(self, *size, dtype=None):
         from ._creation import ones
-        return ones(*size, dtype=dtype or self.dtype)
+        return ones(self._new_size(size), dtype=dtype or self.dtype)
 
     def new_empty(self, *size, dtype=None):
         from ._creation import empty
-        return empty(*size, dtype=dtype or self.dtype)
+        return empty(self._new_size(size), dtype=dtype or self.dtype)
 
     def new_full(self, size, fill_value, dtype=None):
         from ._creation import full

@@ -88,29 +88,38 @@ def broadcast_shapes(*shapes) -> tuple:
     """The shape all of ``shapes`` broadcast to, or PyTorch's error.
 
     Shapes are aligned on the right; each pair of sizes must be equal or one of them 1.
+    Like PyTorch's ``infer_size`` (``aten/src/ATen/ExpandUtils.cpp``) the shapes are
+    folded left to right and each pair is checked from the *last* dim backwards, so
+    the error names the right-most mismatching dim ("tensor a" is the shape so far).
     """
-    ndim = max(len(s) for s in shapes)
-    out = [1] * ndim
-    for s in shapes:
-        off = ndim - len(s)
-        for i, n in enumerate(s):
-            j = off + i
-            m = out[j]
-            if m == n or n == 1:
-                continue
-            if m == 1:
-                out[j] = n
-            else:
-                raise RuntimeError(
-                    f"The size of tensor a ({m}) must match the size of tensor b ({n}) "
-                    f"at non-singleton dimension {j}")
+    out = tuple(shapes[0]) if shapes else ()
+    for s in shapes[1:]:
+        if s != out:
+            out = _infer_size(out, tuple(s))
+    return out
+
+
+def _infer_size(a: tuple, b: tuple) -> tuple:
+    na, nb = len(a), len(b)
+    ndim = na if na > nb else nb
+    out = [0] * ndim
+    for i in range(ndim - 1, -1, -1):
+        off = ndim - 1 - i
+        da, db = na - 1 - off, nb - 1 - off
+        sa = a[da] if da >= 0 else 1
+        sb = b[db] if db >= 0 else 1
+        if sa != sb and sa != 1 and sb != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) "
+                f"at non-singleton dimension {i}")
+        out[i] = sb if sa == 1 else sa
     return tuple(out)
 
 
 def broadcast_two(a: tuple, b: tuple) -> tuple:
     if a == b:
         return a
-    return broadcast_shapes(a, b)
+    return _infer_size(a, b)
 
 
 # ---------------------------------------------------------------------------

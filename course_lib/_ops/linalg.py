@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _dtype as D
 from .common import broadcast_shapes, empty_meta, wrap
 from .registry import register
 
@@ -31,6 +32,11 @@ def _same_dtype(a, b, what="m1 and m2"):
                            f"{_NAMES[a.dtype.name]} != {_NAMES[b.dtype.name]}")
 
 
+def _no_bool(kernel: str, *ts) -> None:
+    if any(t.dtype is D.bool_ for t in ts):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+
+
 def _dot_check(self, other):
     if len(self._shape) != 1 or len(other._shape) != 1:
         raise RuntimeError(f"1D tensors expected, but got {len(self._shape)}D and {len(other._shape)}D tensors")
@@ -41,6 +47,7 @@ def _dot_check(self, other):
         raise RuntimeError(
             f"inconsistent tensor size, expected tensor [{self._shape[0]}] and src [{other._shape[0]}] to have the "
             f"same number of elements, but got {self._shape[0]} and {other._shape[0]} elements respectively")
+    _no_bool("dot", self)
 
 
 @register("dot(Tensor self, Tensor tensor) -> Tensor",
@@ -53,12 +60,14 @@ def dot(self, tensor):
 
 def _mv_check(self, vec):
     if len(self._shape) != 2 or len(vec._shape) != 1:
-        raise RuntimeError(f"vector + matrix @ vector expected, got {len(self._shape)}, {len(self._shape)}, "
-                           f"{len(vec._shape)}")
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {len(self._shape)}, {len(vec._shape)}")
     if self._shape[1] != vec._shape[0]:
         raise RuntimeError(f"size mismatch, got input ({self._shape[0]}), mat ({self._shape[0]}x{self._shape[1]}), "
                            f"vec ({vec._shape[0]})")
-    _same_dtype(self, vec)
+    if self.dtype is not vec.dtype:
+        v, m = vec.dtype._tensor_name, self.dtype._tensor_name
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {v}, {m}, and {v}")
+    _no_bool("addmv_impl_cpu", self)
 
 
 @register("mv(Tensor self, Tensor vec) -> Tensor",
@@ -78,6 +87,7 @@ def _mm_check(self, mat2):
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({self._shape[0]}x{self._shape[1]} and "
                            f"{mat2._shape[0]}x{mat2._shape[1]})")
     _same_dtype(self, mat2)
+    _no_bool("addmm_impl_cpu_", self)
 
 
 @register("mm(Tensor self, Tensor mat2) -> Tensor",
@@ -98,7 +108,9 @@ def _bmm_check(self, mat2):
     if mat2._shape[0] != b or mat2._shape[1] != m:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{b}, {m}] but got: "
                            f"[{mat2._shape[0]}, {mat2._shape[1]}].")
-    _same_dtype(self, mat2)
+    if self.dtype is not mat2.dtype:
+        raise RuntimeError(f"expected scalar type {self.dtype._tensor_name} but found {mat2.dtype._tensor_name}")
+    _no_bool("bmm", self)
 
 
 @register("bmm(Tensor self, Tensor mat2) -> Tensor",
@@ -110,16 +122,27 @@ def bmm(self, mat2):
     return wrap(np.matmul(self._np(), mat2._np()), self.dtype)
 
 
-def _addmm_meta(self, mat1, mat2, beta=1, alpha=1):
+def _addmm_check(self, mat1, mat2):
+    if len(mat1._shape) == 2 and len(mat2._shape) == 2 and mat1._shape[1] == mat2._shape[0] \
+            and self.dtype is not mat2.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {self.dtype._tensor_name} and "
+                           f"{mat2.dtype._tensor_name}")
     _mm_check(mat1, mat2)
-    return empty_meta(broadcast_shapes(self._shape, (mat1._shape[0], mat2._shape[1])), mat1.dtype)
+    out = (mat1._shape[0], mat2._shape[1])
+    if self._shape != out:
+        _expand_op().cpu(self, out)  # PyTorch's errors when self does not broadcast to the result
+    return out
+
+
+def _addmm_meta(self, mat1, mat2, beta=1, alpha=1):
+    return empty_meta(_addmm_check(self, mat1, mat2), mat1.dtype)
 
 
 @register("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
           meta=_addmm_meta)
 def addmm(self, mat1, mat2, beta=1, alpha=1):
     """beta * self + alpha * (mat1 @ mat2): what ``Linear`` with a bias calls."""
-    _mm_check(mat1, mat2)
+    _addmm_check(self, mat1, mat2)
     r = np.matmul(mat1._np(), mat2._np())
     if alpha != 1:
         r *= alpha
@@ -178,3 +201,8 @@ def matmul(self, other):
 def _install(tensor_cls):
     global _T
     _T = tensor_cls
+
+
+def _expand_op():
+    from .registry import OPS
+    return OPS["expand"]

@@ -40,7 +40,17 @@ def _operand(x, dt: D.dtype):
         adt = a.dtype
         dtnp = dt.np
         return a if adt is dtnp or adt == dtnp else a.astype(dtnp)
+    if type(x) is int and dt.category == D._INT:
+        lo, hi = _INT_RANGE[dt]
+        if x < lo or x > hi:
+            # A Python int that does not fit the dtype wraps around like C, as in PyTorch
+            # (uint8 tensor > -1 compares with 255).
+            return to_np_scalar(x, dt)
     return x
+
+
+_INT_RANGE = {d: (int(np.iinfo(d.np).min), int(np.iinfo(d.np).max))
+              for d in (D.int64, D.int32, D.int16, D.int8, D.uint8)}
 
 
 def _shape_of(x) -> tuple:
@@ -57,12 +67,18 @@ def _apply2(fn, a, b, dt: D.dtype):
             broadcast_two(a._shape, b._shape)  # PyTorch's error message if they don't broadcast
         raise
     except OverflowError:
-        # A Python int that does not fit the dtype: wrap it around like C, as PyTorch does.
+        # A Python int too large even for int64: wrap it around like C, as PyTorch does.
         if not isinstance(a, _T):
             an = to_np_scalar(a, dt)
         if not isinstance(b, _T):
             bn = to_np_scalar(b, dt)
         return fn(an, bn)
+
+
+def _not_for_bool(name: str, *xs) -> None:
+    """PyTorch's error for integer-only kernels called on two bools (``"remainder_cpu" not implemented``)."""
+    if all(_is_t(x) and x.dtype is D.bool_ or x is True or x is False for x in xs):
+        raise NotImplementedError(f"\"{name}\" not implemented for 'Bool'")
 
 
 def _float_type(dt: D.dtype) -> D.dtype:
@@ -105,8 +121,12 @@ def add(self, other, alpha=1):
     return wrap(_apply2(np.add, self, other, dt), dt)
 
 
+def _is_bool(x) -> bool:
+    return x.dtype is D.bool_ if isinstance(x, _T) else (x is True or x is False)
+
+
 def _check_bool_sub(self, other):
-    if (_is_t(self) and self.dtype is D.bool_) and (not _is_t(other) or other.dtype is D.bool_):
+    if _is_bool(self) and _is_bool(other):
         raise RuntimeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. "
             "Use the `^` or `logical_xor()` operator instead.")
@@ -192,6 +212,8 @@ def _check_int_zero_div(other):
 def floor_divide(self, other):
     """Division rounded towards minus infinity (``//``): ``-3 // 2 == -2``."""
     dt = binary_result_type(self, other)
+    if dt is D.bool_:
+        _not_for_bool("div_floor_cpu", self, other)
     if dt.category != D._FLOAT:
         _check_int_zero_div(other)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -203,6 +225,8 @@ def floor_divide(self, other):
 def remainder(self, other):
     """Python-style modulus (``%``): the result has the sign of the divisor."""
     dt = binary_result_type(self, other)
+    if dt is D.bool_:
+        _not_for_bool("remainder_cpu", self, other)
     if dt.category != D._FLOAT:
         _check_int_zero_div(other)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -213,6 +237,10 @@ def remainder(self, other):
 def fmod(self, other):
     """C-style remainder: the result has the sign of the dividend."""
     dt = binary_result_type(self, other)
+    if dt is D.bool_:
+        _not_for_bool("fmod_cpu", self, other)
+    if dt.category != D._FLOAT:
+        _check_int_zero_div(other)
     with np.errstate(divide="ignore", invalid="ignore"):
         return wrap(_apply2(np.fmod, self, other, dt), dt)
 
@@ -225,15 +253,23 @@ def _pow_meta(self, exponent):
 @register("pow(Tensor self, Tensor exponent) -> Tensor", meta=_pow_meta, inplace="pow_",
           kind="pointwise")
 def pow(self, exponent):  # noqa: A001
-    """self ** exponent, broadcasting; integer tensors to negative integer powers raise."""
+    """self ** exponent, broadcasting.
+
+    Integers: a negative *scalar* exponent raises; negative exponents in a tensor give
+    PyTorch's integer results (1 for base 1, +-1 for base -1, else 0).
+    """
     dt = binary_result_type(self, exponent)
     if dt.category != D._FLOAT:
-        e = exponent._np() if _is_t(exponent) else np.asarray(exponent)
-        if (e < 0).any():
+        if dt is D.bool_:
+            _not_for_bool("pow", self, exponent)
+        if not _is_t(exponent) and exponent < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
+        if _is_t(exponent):
+            return wrap(_int_pow(_operand(self, dt), _operand(exponent, dt)), dt)
     if not _is_t(self):
         # scalar ** tensor
-        return wrap(_apply2(np.power, self, exponent, dt), dt)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return wrap(_apply2(np.power, self, exponent, dt), dt)
     if not _is_t(exponent):
         if exponent == 2:
             a = _operand(self, dt)
@@ -243,6 +279,18 @@ def pow(self, exponent):  # noqa: A001
                 return wrap(np.sqrt(_operand(self, dt)), dt)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return wrap(_apply2(np.power, self, exponent, dt), dt)
+
+
+def _int_pow(base, exp):
+    """Integer power where exponents may be negative (numpy refuses those)."""
+    base, exp = np.broadcast_arrays(base, exp)
+    neg = exp < 0
+    if not neg.any():
+        return np.power(base, exp)
+    r = np.power(base, np.where(neg, 0, exp))
+    one = np.ones((), r.dtype)
+    minus = np.where(exp % 2 == 0, one, -one) if r.dtype.kind == "i" else one
+    return np.where(neg, np.where(base == 1, one, np.where(base == -1, minus, np.zeros((), r.dtype))), r)
 
 
 def _minmax_meta(self, other):
@@ -328,7 +376,11 @@ for _name, _fn in (("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le
 @register("isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor",
           meta=_binary_meta(out_dtype=D.bool_), kind="pointwise")
 def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    if _is_t(other) and other.dtype is not self.dtype:
+        raise RuntimeError(f"{self.dtype._tensor_name} did not match {other.dtype._tensor_name}")
     dt = binary_result_type(self, other)
+    if _is_t(other) and other._shape != self._shape:
+        broadcast_two(self._shape, other._shape)
     return wrap(np.isclose(_operand(self, dt), _operand(other, dt), rtol=rtol, atol=atol,
                            equal_nan=equal_nan), D.bool_)
 
@@ -403,12 +455,16 @@ def _erf(x):
 erf = _unary_float("erf", _erf, "The error function, elementwise.")
 
 
-def _same_dtype_unary(name, fn, doc, inplace=True, allow_bool=True):
+def _same_dtype_unary(name, fn, doc, inplace=True, allow_bool=True, kernel_name=None, float_only=False):
     def kernel(self):
-        if not allow_bool and self.dtype is D.bool_:
-            raise RuntimeError(
-                f"{'Negation, the `-` operator,' if name == 'neg' else name} on a bool tensor is not supported. "
-                "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+        if self.dtype is D.bool_ and not allow_bool:
+            if kernel_name is None:
+                raise RuntimeError(
+                    f"{'Negation, the `-` operator,' if name == 'neg' else name} on a bool tensor is not supported. "
+                    "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+            raise NotImplementedError(f"\"{kernel_name}\" not implemented for 'Bool'")
+        if float_only and self.dtype.category != D._FLOAT:
+            raise NotImplementedError(f"\"{kernel_name}\" not implemented for '{self.dtype._tensor_name}'")
         return wrap(fn(self._np()), self.dtype)
     kernel.__name__ = name
     kernel.__doc__ = doc
@@ -417,14 +473,27 @@ def _same_dtype_unary(name, fn, doc, inplace=True, allow_bool=True):
 
 
 neg = _same_dtype_unary("neg", np.negative, "-x, elementwise.", allow_bool=False)
-abs = _same_dtype_unary("abs", np.abs, "|x|, elementwise.")  # noqa: A001
-floor = _same_dtype_unary("floor", np.floor, "Round down, elementwise.")
-ceil = _same_dtype_unary("ceil", np.ceil, "Round up, elementwise.")
-trunc = _same_dtype_unary("trunc", np.trunc, "Round towards zero, elementwise.")
-round = _same_dtype_unary("round", np.round, "Round half to even, elementwise.")  # noqa: A001
-sign = _same_dtype_unary("sign", np.sign, "-1, 0 or 1 by the sign of x.")
-square = _same_dtype_unary("square", np.square, "x * x, elementwise.", inplace=True)
-frac = _same_dtype_unary("frac", lambda a: a - np.trunc(a), "x - trunc(x), elementwise.")
+abs = _same_dtype_unary("abs", np.abs, "|x|, elementwise.", allow_bool=False, kernel_name="abs_cpu")  # noqa: A001
+floor = _same_dtype_unary("floor", np.floor, "Round down, elementwise.", allow_bool=False,
+                          kernel_name="floor_vml_cpu")
+ceil = _same_dtype_unary("ceil", np.ceil, "Round up, elementwise.", allow_bool=False, kernel_name="ceil_vml_cpu")
+trunc = _same_dtype_unary("trunc", np.trunc, "Round towards zero, elementwise.", allow_bool=False,
+                          kernel_name="trunc_vml_cpu")
+round = _same_dtype_unary("round", np.round, "Round half to even, elementwise.", allow_bool=False,  # noqa: A001
+                          kernel_name="round_vml_cpu")
+sign = _same_dtype_unary("sign", lambda a: a.copy() if a.dtype == np.bool_ else np.sign(a),
+                         "-1, 0 or 1 by the sign of x.")
+frac = _same_dtype_unary("frac", lambda a: a - np.trunc(a), "x - trunc(x), elementwise.", float_only=True,
+                         kernel_name="frac_cpu")
+
+
+@register("square(Tensor self) -> Tensor", meta=lambda self: empty_meta(
+    self._shape, D.int64 if self.dtype is D.bool_ else self.dtype), inplace="square_", kind="pointwise")
+def square(self):
+    """x * x, elementwise (``pow(x, 2)``: bools give int64)."""
+    dt = D.int64 if self.dtype is D.bool_ else self.dtype
+    a = _operand(self, dt)
+    return wrap(a * a, dt)
 
 
 @register("bitwise_not(Tensor self) -> Tensor", meta=_unary_meta(), inplace="bitwise_not_",
@@ -461,7 +530,7 @@ def isfinite(self):
 def relu(self):
     """max(x, 0), elementwise."""
     if self.dtype is D.bool_:
-        raise RuntimeError("\"clamp_min_scalar_cpu\" not implemented for 'Bool'")
+        raise RuntimeError("Boolean inputs not supported for relu")
     a = self._np()
     return wrap(np.maximum(a, a.dtype.type(0)), self.dtype)
 
@@ -473,6 +542,8 @@ def clamp(self, min=None, max=None):  # noqa: A002
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     dt = result_type(self, min, max)
+    if _is_t(min) or _is_t(max):
+        broadcast_shapes(self._shape, *[x._shape for x in (min, max) if _is_t(x)])
     a = _operand(self, dt)
     lo = _operand(min, dt) if min is not None else None
     hi = _operand(max, dt) if max is not None else None
@@ -509,6 +580,7 @@ def where(condition, self, other):
 
 
 def _lerp_meta(self, end, weight):
+    _check_lerp(self, end, weight)
     return empty_meta(broadcast_shapes(self._shape, end._shape, _shape_of(weight)), self.dtype)
 
 
@@ -517,8 +589,21 @@ def _lerp_meta(self, end, weight):
 def lerp(self, end, weight):
     """self + weight * (end - self)."""
     dt = self.dtype
+    _check_lerp(self, end, weight)
     a, b, w = _operand(self, dt), _operand(end, dt), _operand(weight, dt)
     return wrap(a + w * (b - a), dt)
+
+
+def _check_lerp(self, end, weight):
+    from .linalg import _NAMES
+    if self.dtype.category != D._FLOAT:
+        kind = "tensor" if _is_t(weight) else "scalar"
+        raise NotImplementedError(f"\"lerp_kernel_{kind}\" not implemented for '{self.dtype._tensor_name}'")
+    for name, x in (("end", end), ("weight", weight)):
+        if _is_t(x) and x.dtype is not self.dtype:
+            raise RuntimeError(f"expected dtype {_NAMES[self.dtype.name]} for `{name}` but got dtype "
+                               f"{_NAMES[x.dtype.name]}")
+    broadcast_shapes(self._shape, end._shape, *([weight._shape] if _is_t(weight) else []))
 
 
 def _install(tensor_cls) -> None:

@@ -115,12 +115,16 @@ def to(self, *args, **kwargs):
     kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    if isinstance(dev, str):
+        _check_device_string(dev)
     for a in args:
         if isinstance(a, D.dtype):
             dtype = a
         elif isinstance(a, _T):
             dtype, dev = a.dtype, a._storage.device
         elif isinstance(a, (str, Device)):
+            if isinstance(a, str):
+                _check_device_string(a)
             dev = str(Device(a))
         elif isinstance(a, bool):
             copy = copy or a
@@ -128,6 +132,25 @@ def to(self, *args, **kwargs):
     if (dtype is None or dtype is self.dtype) and same_dev and not copy:
         return self
     return dispatch(OPS["_to_copy"], (self, dtype, None if same_dev else dev))
+
+
+def _check_device_string(dev: str) -> None:
+    """PyTorch's errors for devices a CPU-only build doesn't have (course_lib has only cpu and meta)."""
+    kind = dev.split(":")[0]
+    if kind == "cuda":
+        raise AssertionError("Torch not compiled with CUDA enabled")
+    if kind in ("xla", "mps", "xpu", "hpu", "ipu", "mtia", "hip", "ve", "lazy", "vulkan", "fpga", "maia"):
+        raise RuntimeError(f"PyTorch is not linked with support for {kind} devices")
+
+
+def _cuda(self, device=None, non_blocking=False):
+    raise AssertionError("Torch not compiled with CUDA enabled")
+
+
+def _invert(self):
+    if self.dtype.category == D._FLOAT:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return dispatch(OPS["bitwise_not"], (self,))
 
 
 def _caster(dt):
@@ -223,7 +246,8 @@ def install(tensor_cls, namespace: dict) -> None:
     T.__neg__ = lambda self: dispatch(OPS["neg"], (self,))
     T.__pos__ = lambda self: self
     T.__abs__ = lambda self: dispatch(OPS["abs"], (self,))
-    T.__invert__ = lambda self: dispatch(OPS["bitwise_not"], (self,))
+    T.__invert__ = _invert
+    T.cuda = _cuda
     T.__getitem__ = tensor_ops.getitem
     T.__setitem__ = tensor_ops.setitem
     T.__hash__ = lambda self: id(self)
@@ -246,7 +270,8 @@ def install(tensor_cls, namespace: dict) -> None:
     T.view_as = lambda self, other: dispatch(OPS["view"], (self, other._shape))
     T.reshape_as = lambda self, other: dispatch(OPS["reshape"], (self, other._shape))
     T.type_as = lambda self, other: to(self, other.dtype)
-    T.ravel = lambda self: dispatch(OPS["reshape"], (self, (-1,)))
+    # ravel is contiguous().view(-1) in PyTorch: a view even when a copy was needed first
+    T.ravel = lambda self: dispatch(OPS["view"], (dispatch(OPS["contiguous"], (self, "contiguous_format")), (-1,)))
     T.swapaxes = T.swapdims = lambda self, a, b: dispatch(OPS["transpose"], (self, a, b))
     T.div_ = lambda self, other, *, rounding_mode=None: dispatch(OPS["div_"], (self, other, rounding_mode))
     T.true_divide = lambda self, other: dispatch(OPS["div"], (self, other, None))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import warnings
+
 import numpy as np
 
 from .. import _dtype as D
@@ -16,9 +18,21 @@ from .registry import register
 
 _T = None
 
+def _return_type(name: str):
+    """A (values, indices) named tuple printed like ``torch.return_types.max``."""
+    base = namedtuple(name, ["values", "indices"])
+
+    def __repr__(self):
+        return f"course_lib.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
+
+    cls = type(name, (base,), {"__slots__": (), "__repr__": __repr__,
+                               "__module__": "course_lib.return_types"})
+    return cls
+
+
 # torch.return_types.max etc.
-max_ret = namedtuple("max", ["values", "indices"])
-min_ret = namedtuple("min", ["values", "indices"])
+max_ret = _return_type("max")
+min_ret = _return_type("min")
 
 
 def _axes(self, dim):
@@ -56,8 +70,14 @@ def _float_only(name):
     def f(self, *rest):
         dt = rest[-1] if rest and isinstance(rest[-1], D.dtype) else None
         if dt is not None:
+            if dt.category != D._FLOAT:
+                raise RuntimeError(
+                    f"{name}(): could not infer output dtype. Optional dtype must be either a floating point or "
+                    f"complex dtype. Got: {dt._tensor_name}")
             return dt
         if self.dtype.category != D._FLOAT:
+            if name in ("var", "std"):
+                raise RuntimeError("std and var only support floating point and complex dtypes")
             raise RuntimeError(
                 f"{name}(): could not infer output dtype. Input dtype must be either a floating point or "
                 f"complex dtype. Got: {self.dtype._tensor_name}")
@@ -87,7 +107,8 @@ def mean(self, dim=None, keepdim=False, dtype=None):
     dt = _float_only("mean")(self, dtype)
     axis, dims = _axes(self, dim)
     a = self._np()
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # mean of an empty slice is nan, silently
         r = np.mean(a, axis=axis, keepdims=keepdim, dtype=dt.np)
     return _finish(r, self, axis, dims, keepdim, dt)
 
@@ -106,26 +127,45 @@ def _var_meta(self, dim=None, correction=1, keepdim=False):
     return empty_meta(_out_shape(self._shape, dims, keepdim), _float_only("var")(self))
 
 
+def _check_nonempty(self, dims, dim_given: bool, name: str, exc=RuntimeError):
+    """PyTorch's errors for reducing nothing: no dim given on an empty tensor, or a dim of size 0."""
+    if not dim_given:
+        if self.numel() == 0:
+            raise exc(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                      "Specify the reduction dim with the 'dim' argument.")
+        return
+    for d in dims:
+        if self._shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _var_std(self, dim, correction, keepdim, name, fn):
+    dt = _float_only(name)(self)
+    axis, dims = _axes(self, dim)
+    n = 1
+    for d in dims:
+        n *= self._shape[d]
+    if n - correction <= 0:
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+                      "reduction factor (input numel divided by output numel).", UserWarning, stacklevel=4)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        r = fn(self._np(), axis=axis, ddof=correction, keepdims=keepdim)
+    return _finish(r, self, axis, dims, keepdim, dt)
+
+
 @register("var(Tensor self, int[1]? dim=None, *, Scalar? correction=1, bool keepdim=False) -> Tensor",
           meta=_var_meta, kind="reduction")
 def var(self, dim=None, correction=1, keepdim=False):
     """Variance with Bessel's ``correction`` (1: unbiased, 0: biased)."""
-    dt = _float_only("var")(self)
-    axis, dims = _axes(self, dim)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.var(self._np(), axis=axis, ddof=correction, keepdims=keepdim)
-    return _finish(r, self, axis, dims, keepdim, dt)
+    return _var_std(self, dim, correction, keepdim, "var", np.var)
 
 
 @register("std(Tensor self, int[1]? dim=None, *, Scalar? correction=1, bool keepdim=False) -> Tensor",
           meta=_var_meta, kind="reduction")
 def std(self, dim=None, correction=1, keepdim=False):
     """Standard deviation with Bessel's ``correction``."""
-    dt = _float_only("std")(self)
-    axis, dims = _axes(self, dim)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.std(self._np(), axis=axis, ddof=correction, keepdims=keepdim)
-    return _finish(r, self, axis, dims, keepdim, dt)
+    return _var_std(self, dim, correction, keepdim, "std", np.std)
 
 
 def _amax_meta(self, dim=(), keepdim=False):
@@ -133,24 +173,22 @@ def _amax_meta(self, dim=(), keepdim=False):
     return empty_meta(_out_shape(self._shape, dims, keepdim), self.dtype)
 
 
+def _amax_amin(self, dim, keepdim, fn, name):
+    axis, dims = _axes(self, dim)
+    _check_nonempty(self, dims, not (dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0)), name)
+    return _finish(fn(self._np(), axis=axis, keepdims=keepdim), self, axis, dims, keepdim, self.dtype)
+
+
 @register("amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", meta=_amax_meta, kind="reduction")
 def amax(self, dim=(), keepdim=False):
     """Largest value over ``dim`` (all dims by default); gradient splits evenly between ties."""
-    axis, dims = _axes(self, dim)
-    if self.numel() == 0:
-        raise IndexError("amax(): Expected reduction dim to be specified for input.numel() == 0. "
-                         "Specify the reduction dim with the 'dim' argument.")
-    return _finish(np.max(self._np(), axis=axis, keepdims=keepdim), self, axis, dims, keepdim, self.dtype)
+    return _amax_amin(self, dim, keepdim, np.max, "amax")
 
 
 @register("amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", meta=_amax_meta, kind="reduction")
 def amin(self, dim=(), keepdim=False):
     """Smallest value over ``dim`` (all dims by default)."""
-    axis, dims = _axes(self, dim)
-    if self.numel() == 0:
-        raise IndexError("amin(): Expected reduction dim to be specified for input.numel() == 0. "
-                         "Specify the reduction dim with the 'dim' argument.")
-    return _finish(np.min(self._np(), axis=axis, keepdims=keepdim), self, axis, dims, keepdim, self.dtype)
+    return _amax_amin(self, dim, keepdim, np.min, "amin")
 
 
 def _arg_meta(self, dim=None, keepdim=False):
@@ -161,10 +199,12 @@ def _arg_meta(self, dim=None, keepdim=False):
 
 
 def _argreduce(self, dim, keepdim, fn, name):
+    if self.dtype is D.bool_:
+        raise RuntimeError(f"{name}(): does not support bool input")
     a = self._np()
-    if self.numel() == 0:
-        raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
     if dim is None:
+        if self.numel() == 0:
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
         r = fn(a.reshape(-1))
         if keepdim:
             return wrap(np.full((1,) * len(self._shape), r, dtype=np.int64), D.int64)
@@ -172,6 +212,8 @@ def _argreduce(self, dim, keepdim, fn, name):
     d = wrap_dim(dim, len(self._shape))
     if not self._shape:
         return wrap(np.zeros((), np.int64), D.int64)
+    if self._shape[d] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
     return wrap(np.asarray(fn(a, axis=d, keepdims=keepdim), dtype=np.int64), D.int64)
 
 
@@ -259,7 +301,8 @@ def logsumexp(self, dim, keepdim=False):
     dt = self.dtype if self.dtype.category == D._FLOAT else D.get_default_dtype()
     a = self._np().astype(dt.np, copy=False)
     if a.size == 0:
-        r = np.log(np.sum(np.exp(a), axis=axis, keepdims=keepdim))
+        with np.errstate(divide="ignore"):
+            r = np.log(np.sum(np.exp(a), axis=axis, keepdims=keepdim))
         return _finish(r, self, axis, dims, keepdim, dt)
     m = np.max(a, axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0)
@@ -270,23 +313,34 @@ def logsumexp(self, dim, keepdim=False):
     return _finish(r, self, axis, dims, keepdim, dt)
 
 
+def _bool_axes(self, dim):
+    """all/any: ``dim=()`` reduces nothing (unlike sum, where it means every dim)."""
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:
+        return (), ()
+    return _axes(self, dim)
+
+
 def _bool_meta(self, dim=None, keepdim=False):
-    _, dims = _axes(self, dim)
-    return empty_meta(_out_shape(self._shape, dims, keepdim), D.bool_ if self.dtype is not D.uint8 else D.uint8)
+    _, dims = _bool_axes(self, dim)
+    return empty_meta(_out_shape(self._shape, dims, keepdim), D.uint8 if self.dtype is D.uint8 else D.bool_)
+
+
+def _all_any(self, dim, keepdim, fn):
+    axis, dims = _bool_axes(self, dim)
+    dt = D.uint8 if self.dtype is D.uint8 else D.bool_   # uint8 in, uint8 out (as in PyTorch)
+    return _finish(fn(self._np(), axis=axis, keepdims=keepdim), self, axis, dims, keepdim, dt)
 
 
 @register("all(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor", meta=_bool_meta, kind="reduction")
 def all(self, dim=None, keepdim=False):  # noqa: A001
-    """True where every element over ``dim`` is non-zero."""
-    axis, dims = _axes(self, dim)
-    return _finish(np.all(self._np(), axis=axis, keepdims=keepdim), self, axis, dims, keepdim, D.bool_)
+    """True where every element over ``dim`` is non-zero (uint8 inputs give uint8)."""
+    return _all_any(self, dim, keepdim, np.all)
 
 
 @register("any(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor", meta=_bool_meta, kind="reduction")
 def any(self, dim=None, keepdim=False):  # noqa: A001
-    """True where some element over ``dim`` is non-zero."""
-    axis, dims = _axes(self, dim)
-    return _finish(np.any(self._np(), axis=axis, keepdims=keepdim), self, axis, dims, keepdim, D.bool_)
+    """True where some element over ``dim`` is non-zero (uint8 inputs give uint8)."""
+    return _all_any(self, dim, keepdim, np.any)
 
 
 @register("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", meta=None, kind="reduction")

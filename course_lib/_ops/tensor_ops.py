@@ -8,10 +8,13 @@ In PyTorch: ``aten/src/ATen/native/TensorShape.cpp`` (cat, stack),
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import _dtype as D
-from .common import broadcast_shapes, broadcast_two, contiguous_strides, empty_meta, result_type, wrap, wrap_dim
+from .common import (broadcast_shapes, broadcast_two, contiguous_strides, empty_meta, result_type, wrap, wrap_dim,
+                     wrap_dims)
 from .registry import OPS, OpDef, register
 
 _T = None
@@ -168,8 +171,21 @@ def zero_(self):
     return self
 
 
+def _check_masked_fill(self, mask, value):
+    from .linalg import _NAMES
+    if mask.dtype is not D.bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{_NAMES[mask.dtype.name]}")
+    if isinstance(value, _T) and value._shape:
+        raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{len(value._shape)} dimension(s).")
+    if mask._shape != self._shape and broadcast_two(mask._shape, self._shape) != self._shape:
+        # the mask is expanded to self's shape
+        OPS["expand"].cpu(mask, self._shape)
+
+
 def _masked_fill_meta(self, mask, value):
-    broadcast_two(self._shape, mask._shape)
+    _check_masked_fill(self, mask, value)
     return empty_meta(self._shape, self.dtype)
 
 
@@ -177,11 +193,7 @@ def _masked_fill_meta(self, mask, value):
           inplace="masked_fill_")
 def masked_fill(self, mask, value):
     """A copy with ``value`` where ``mask`` is True."""
-    if mask.dtype is not D.bool_:
-        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{mask.dtype._tensor_name}")
-    if broadcast_two(self._shape, mask._shape) != self._shape:
-        raise RuntimeError(f"The size of tensor a ({self._shape}) must match mask")
+    _check_masked_fill(self, mask, value)
     if isinstance(value, _T):
         value = value.item()
     return wrap(np.where(mask._np(), np.asarray(value).astype(self.dtype.np), self._np()), self.dtype)
@@ -256,35 +268,48 @@ def stack(tensors, dim=0):
 # gathering
 # ---------------------------------------------------------------------------
 def _index_arrays(self, indices):
-    """numpy index tuple for ``index``: None entries become full slices; bounds checked like PyTorch."""
+    """numpy index tuple for ``index``: None entries become full slices; checked like PyTorch."""
     out = []
     dim = 0
+    int_shapes = []
     for idx in indices:
         if idx is None:
             out.append(_FULL)
             dim += 1
             continue
         a = idx._np()
-        if idx.dtype is D.bool_ or idx.dtype is D.uint8 and False:
+        if idx.dtype is D.uint8:
+            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
+                          "instead.", UserWarning, stacklevel=4)
+            a = a.astype(bool)
+        if a.dtype == np.bool_:
             for k, s in enumerate(a.shape):
                 if dim + k >= len(self._shape) or self._shape[dim + k] != s:
                     raise IndexError(f"The shape of the mask {list(a.shape)} at index {k} does not match the shape "
                                      f"of the indexed tensor {list(self._shape)} at index {dim + k}")
             out.append(a)
+            int_shapes.append((a.sum(),) if a.ndim else ())
             dim += a.ndim
             continue
-        if idx.dtype.category != D._INT:
+        if idx.dtype is not D.int64 and idx.dtype is not D.int32:
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-        n = self._shape[dim] if dim < len(self._shape) else 0
         if dim >= len(self._shape):
             raise IndexError(f"too many indices for tensor of dimension {len(self._shape)}")
+        n = self._shape[dim]
         if a.size:
             lo, hi = a.min(), a.max()
             if hi >= n or lo < -n:
                 bad = hi if hi >= n else lo
                 raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
         out.append(a)
+        int_shapes.append(a.shape)
         dim += 1
+    if len(int_shapes) > 1:
+        try:
+            np.broadcast_shapes(*int_shapes)
+        except ValueError:
+            raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
+                             + ", ".join(str(list(map(int, s))) for s in int_shapes)) from None
     return tuple(out)
 
 
@@ -341,11 +366,28 @@ def _gather_meta(self, dim, index):
 def gather(self, dim, index):
     """out[i][j] = self[index[i][j]][j] (for dim 0): pick along ``dim`` by ``index``."""
     d = wrap_dim(dim, len(self._shape))
-    if index.dtype is not D.int64:
-        raise RuntimeError("gather(): Expected dtype int64 for index")
+    _check_gather(self, d, index)
     # index may be smaller than self in the other dims: only that corner of self is read
     a = self._np()[tuple(_b.slice(0, s) if k != d else _b.slice(None) for k, s in enumerate(index._shape))]
     return wrap(np.take_along_axis(a, index._np(), axis=d), self.dtype)
+
+
+def _check_gather(self, d, index):
+    if index.dtype is not D.int64 and index.dtype is not D.int32:
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
+    nd = max(len(self._shape), 1)
+    if max(len(index._shape), 1) != nd:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for k, (i, s) in enumerate(zip(index._shape, self._shape)):
+        if k != d and i > s:
+            raise RuntimeError(f"Size does not match at dimension {k} expected index {list(index._shape)} to be "
+                               f"no larger than self {list(self._shape)} apart from dimension {d}")
+    a = index._np()
+    n = self._shape[d] if self._shape else 1
+    if a.size:
+        lo, hi = int(a.min()), int(a.max())
+        if lo < 0 or hi >= n:
+            raise RuntimeError(f"index {hi if hi >= n else lo} is out of bounds for dimension {d} with size {n}")
 
 
 @register("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
@@ -368,7 +410,21 @@ def scatter_add(self, dim, index, src):
 def index_select(self, dim, index):
     """Rows (or slices along ``dim``) picked by a 1-D index tensor."""
     d = wrap_dim(dim, len(self._shape))
+    _check_index_select(self, d, index)
+    if not self._shape:
+        return wrap(self._np().reshape(index._shape).copy(), self.dtype)
     return wrap(np.take(self._np(), index._np(), axis=d), self.dtype)
+
+
+def _check_index_select(self, d, index):
+    if index.dtype is not D.int64 and index.dtype is not D.int32:
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    if len(index._shape) > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    n = self._shape[d] if self._shape else 1
+    a = index._np()
+    if a.size and (a.min() < 0 or a.max() >= n):
+        raise IndexError("index out of range in self")
 
 
 @register("nonzero(Tensor self) -> Tensor", variants=("function", "method"))
@@ -384,42 +440,50 @@ def _tri_meta(self, diagonal=0):
 @register("tril(Tensor self, int diagonal=0) -> Tensor", meta=_tri_meta)
 def tril(self, diagonal=0):
     """Lower triangle (the rest zero) of the last two dims."""
+    if len(self._shape) < 2:
+        raise RuntimeError("tril: input tensor must have at least 2 dimensions")
     return wrap(np.tril(self._np(), diagonal), self.dtype)
 
 
 @register("triu(Tensor self, int diagonal=0) -> Tensor", meta=_tri_meta)
 def triu(self, diagonal=0):
     """Upper triangle (the rest zero) of the last two dims."""
+    if len(self._shape) < 2:
+        raise RuntimeError("triu: input tensor must have at least 2 dimensions")
     return wrap(np.triu(self._np(), diagonal), self.dtype)
 
 
 @register("flip(Tensor self, int[] dims) -> Tensor", meta=lambda self, dims: empty_meta(self._shape, self.dtype))
 def flip(self, dims):
     """A copy reversed along ``dims``."""
-    ds = tuple(wrap_dim(d, len(self._shape)) for d in dims)
+    ds = wrap_dims(dims, len(self._shape))
+    if not self._shape:
+        return wrap(self._np().copy(), self.dtype)
     return wrap(np.flip(self._np(), ds).copy(), self.dtype)
 
 
 # ---------------------------------------------------------------------------
 # softmax
 # ---------------------------------------------------------------------------
-def _softmax_dtype(self, dtype, name):
-    if dtype is not None:
-        return dtype
-    if self.dtype.category != D._FLOAT:
-        raise NotImplementedError(f"\"{name}_lastdim_kernel_impl\" not implemented for '{self.dtype._tensor_name}'")
-    return self.dtype
+def _softmax_dtype(self, dtype, name, dim=-1):
+    dt = dtype if dtype is not None else self.dtype
+    if dt.category != D._FLOAT:
+        nd = len(self._shape)
+        last = nd == 0 or wrap_dim(dim, nd) == nd - 1
+        kernel = f"{name}_lastdim_kernel_impl" if last else f"{name}_kernel_impl"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{dt._tensor_name}'")
+    return dt
 
 
 def _softmax_meta(self, dim, dtype=None):
     wrap_dim(dim, len(self._shape))
-    return empty_meta(self._shape, _softmax_dtype(self, dtype, "softmax"))
+    return empty_meta(self._shape, _softmax_dtype(self, dtype, "softmax", dim))
 
 
 @register("softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", meta=_softmax_meta)
 def softmax(self, dim, dtype=None):
     """exp(x) / sum(exp(x)) along ``dim``, computed stably (the max is subtracted first)."""
-    dt = _softmax_dtype(self, dtype, "softmax")
+    dt = _softmax_dtype(self, dtype, "softmax", dim)
     d = wrap_dim(dim, len(self._shape))
     a = self._np().astype(dt.np, copy=False)
     if not self._shape:
@@ -432,7 +496,7 @@ def softmax(self, dim, dtype=None):
 @register("log_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", meta=_softmax_meta)
 def log_softmax(self, dim, dtype=None):
     """x - logsumexp(x) along ``dim``."""
-    dt = _softmax_dtype(self, dtype, "log_softmax")
+    dt = _softmax_dtype(self, dtype, "log_softmax", dim)
     d = wrap_dim(dim, len(self._shape))
     a = self._np().astype(dt.np, copy=False)
     if not self._shape:
@@ -448,95 +512,156 @@ def log_softmax(self, dim, dtype=None):
 # x[...] and x[...] = v
 # ---------------------------------------------------------------------------
 def _as_index_tensor(obj):
+    """A list (or numpy array) used as an index, as a tensor: bools stay a mask, everything else
+    becomes int64 (``x[[1.]]`` is ``x[[1]]`` in PyTorch; ``x[[]]`` picks nothing)."""
     from .._creation import tensor
     if isinstance(obj, _T):
         return obj
     if isinstance(obj, np.ndarray):
-        return wrap(np.asarray(obj, dtype=np.int64 if obj.dtype.kind in "iu" else obj.dtype))
-    return tensor(obj)
+        if obj.dtype == np.bool_:
+            return wrap(np.array(obj), D.bool_)
+        return wrap(np.asarray(obj).astype(np.int64), D.int64)
+    if isinstance(obj, str):
+        raise TypeError("new(): invalid data type 'str'")
+    t = tensor(obj)
+    if t.dtype is not D.bool_ and t.dtype is not D.int64:
+        t = wrap(t._np().astype(np.int64), D.int64)
+    return t
 
 
-def _is_advanced(obj) -> bool:
-    return isinstance(obj, (_T, list, np.ndarray)) or (isinstance(obj, tuple) and False)
+def _treat_sequence_as_tuple(index) -> bool:
+    """NumPy's old rule, kept by PyTorch: a short list holding a sequence, slice, ``...``, None or
+    tensor is read as a tuple of indices (``x[[0, slice(None)]]`` is ``x[0, :]``)."""
+    if isinstance(index, tuple):
+        return True
+    if isinstance(index, _T) or not isinstance(index, (list, range, str)):
+        return False
+    if len(index) >= 32:
+        return False
+    for obj in index:
+        if isinstance(obj, (_T, list, tuple, range, str, _b.slice, np.ndarray)) or obj is Ellipsis or obj is None:
+            return True
+    return False
+
+
+def _specified_dims(index: tuple) -> int:
+    n = 0
+    for it in index:
+        if it is None or it is Ellipsis or it is True or it is False:
+            continue
+        if isinstance(it, _T) and (it.dtype is D.bool_ or it.dtype is D.uint8):
+            n += len(it._shape)
+        else:
+            n += 1
+    return n
+
+
+def _bool_index(value: bool):
+    """``x[True]`` / ``x[False]``: an index tensor over a new size-1 dim (advanced indexing)."""
+    return wrap(np.zeros(1 if value else 0, np.int64), D.int64)
+
+
+def _int_index(it):
+    """The Python int of an integer index (int, numpy integer or 0-d int64/int32 tensor), else None."""
+    if isinstance(it, (int, np.integer)) and not isinstance(it, (bool, np.bool_)):
+        return int(it)
+    if isinstance(it, _T) and not it._shape and (it.dtype is D.int64 or it.dtype is D.int32):
+        return int(it.item())
+    return None
+
+
+def _select(result, dim: int, i: int):
+    if not result._shape:
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` "
+                         "in C++ to convert a 0-dim tensor to a number")
+    n = result._shape[dim]
+    if i < -n or i >= n:
+        raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {n}")
+    return _dispatch("select", result, dim, i)
+
+
+def _slice(result, dim: int, it):
+    if not result._shape:
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+    step = 1 if it.step is None else int(it.step)
+    if step <= 0:
+        raise ValueError("step must be greater than zero")
+    start = None if it.start is None else int(it.start)
+    stop = None if it.stop is None else int(it.stop)
+    if start in (None, 0) and step == 1 and (stop is None or stop >= result._shape[dim]):
+        return result
+    return _dispatch("slice", result, dim, start, stop, step)
 
 
 def apply_slicing(self, index):
-    """Basic indexing as a chain of view ops; returns (view, advanced index list or None)."""
-    if not isinstance(index, tuple):
+    """``x[index]`` as PyTorch does it (``torch/csrc/autograd/python_variable_indexing.cpp``):
+    ints, slices, ``None`` and ``...`` become view ops (select, slice, unsqueeze); tensors,
+    lists and Python bools become advanced indices, applied afterwards by ``index`` (a copy).
+
+    Returns (view, list of advanced indices per dim, or None when there are none).
+    """
+    if _treat_sequence_as_tuple(index):
+        if not isinstance(index, tuple):
+            warnings.warn(
+                "Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in "
+                "pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as "
+                "tensor index, x[torch.tensor(seq)], which will result either in an error or a different result",
+                UserWarning, stacklevel=3)
+        index = tuple(index)
+    else:
         index = (index,)
-    # how many dims the index items consume (None and ... consume none)
-    consumed = 0
-    for it in index:
-        if it is None or it is Ellipsis:
-            continue
-        if isinstance(it, _T) and it.dtype is D.bool_:
-            consumed += max(len(it._shape), 1)
-        elif isinstance(it, bool):
-            continue
-        else:
-            consumed += 1
     nd = len(self._shape)
-    if consumed > nd:
+    specified = _specified_dims(index)
+    if specified > nd:
         raise IndexError(f"too many indices for tensor of dimension {nd}")
     result = self
     dim = 0
-    advanced = []
-    has_adv = False
-    for it in index:
-        if it is None:
-            result = _dispatch("unsqueeze", result, dim)
+    advanced: list = []
+
+    def add_index(t):
+        while len(advanced) < dim:
             advanced.append(None)
+        advanced.append(t)
+
+    for it in index:
+        i = _int_index(it)
+        if i is not None:
+            result = _select(result, dim, i)
+        elif isinstance(it, _b.slice):
+            result = _slice(result, dim, it)
             dim += 1
         elif it is Ellipsis:
-            skip = nd - consumed
-            advanced.extend([None] * skip)
-            dim += skip
-        elif isinstance(it, bool):
+            dim += nd - specified
+        elif it is None:
             result = _dispatch("unsqueeze", result, dim)
-            if not it:
-                result = _dispatch("narrow", result, dim, 0, 0)
-            advanced.append(None)
             dim += 1
-        elif isinstance(it, (int, np.integer)) or (isinstance(it, _T) and not it._shape
-                                                    and it.dtype.category == D._INT):
-            i = int(it)
-            n = result._shape[dim]
-            if i < -n or i >= n:
-                raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {n}")
-            result = _dispatch("select", result, dim, i)
-        elif isinstance(it, _b.slice):
-            step = 1 if it.step is None else int(it.step)
-            if step <= 0:
-                raise ValueError("step must be greater than zero")
-            start = None if it.start is None else int(it.start)
-            stop = None if it.stop is None else int(it.stop)
-            if not (start in (None, 0) and stop is None and step == 1):
-                result = _dispatch("slice", result, dim, start, stop, step)
-            advanced.append(None)
+        elif it is True or it is False:
+            result = _dispatch("unsqueeze", result, dim)
+            add_index(_bool_index(it))
             dim += 1
-        elif _is_advanced(it):
-            t = _as_index_tensor(it)
-            advanced.append(t)
-            has_adv = True
-            dim += max(len(t._shape), 1) if t.dtype is D.bool_ else 1
+        elif isinstance(it, _T) and not it._shape and (it.dtype is D.bool_ or it.dtype is D.uint8):
+            result = _dispatch("unsqueeze", result, dim)
+            add_index(_bool_index(bool(it.item())))
+            dim += 1
+        elif isinstance(it, (_T, list, tuple, range, np.ndarray, str)):
+            t = _as_index_tensor(list(it) if isinstance(it, (tuple, range)) else it)
+            add_index(t)
+            dim += len(t._shape) if (t.dtype is D.bool_ or t.dtype is D.uint8) else 1
         else:
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
                              f"valid indices (got {type(it).__name__})")
-    if not has_adv:
+    if not advanced:
         return result, None
-    while advanced and advanced[-1] is None:
-        advanced.pop()
     return result, advanced
 
 
 def getitem(self, index):
-    """``self[index]``: views for ints, slices, None and ...; a copy when a tensor/list index is present."""
-    if isinstance(index, (int, np.integer)) and not isinstance(index, bool) and self._shape:
-        i = int(index)
-        n = self._shape[0]
-        if i < -n or i >= n:
-            raise IndexError(f"index {i} is out of bounds for dimension 0 with size {n}")
-        return _dispatch("select", self, 0, i)
+    """``self[index]``: views for ints, slices, None and ...; a copy when a tensor/list/bool index is present."""
+    if type(index) is int:
+        return _select(self, 0, index)
+    if type(index) is _b.slice:
+        result = _slice(self, 0, index)
+        return _dispatch("alias", self) if result is self else result
     result, advanced = apply_slicing(self, index)
     if advanced is None:
         if result is self:
@@ -546,11 +671,23 @@ def getitem(self, index):
 
 
 def setitem(self, index, value):
-    """``self[index] = value``: write through a view, or ``index_put_`` for tensor indices."""
+    """``self[index] = value``: write through a view (``copy_``), or ``index_put_`` for advanced indices.
+
+    As in PyTorch, a tensor value first loses its leading size-1 dims and is then
+    ``expand``-ed to the view's shape (so the errors are expand's).
+    """
     view, advanced = apply_slicing(self, index)
     if advanced is None:
         if isinstance(value, _T):
-            _dispatch("copy_", view, value)
+            v = value
+            k = 0
+            while k < len(v._shape) and v._shape[k] == 1:
+                k += 1
+            if k:
+                v = _dispatch("view", v, v._shape[k:])
+            if v._shape != view._shape:
+                v = _dispatch("expand", v, view._shape)
+            _dispatch("copy_", view, v)
         else:
             _dispatch("fill_", view, value)
         return

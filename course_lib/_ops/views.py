@@ -44,7 +44,7 @@ def infer_size(shape, numel: int) -> tuple:
         elif s >= 0:
             newsize *= s
         else:
-            raise RuntimeError(f"invalid shape dimension {s}")
+            raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {list(shape)}")
     if numel == newsize or (infer_dim is not None and newsize > 0 and numel % newsize == 0):
         if infer_dim is not None:
             if newsize == 0:
@@ -115,6 +115,8 @@ def view(self, size):
     """Reinterpret the elements with a new shape, without copying (fails if strides don't allow)."""
     if isinstance(size, D.dtype):
         return view_dtype(self, size)
+    if len(size) == 1 and isinstance(size[0], D.dtype):
+        return view_dtype(self, size[0])
     shape = infer_size(size, self.numel())
     stride = compute_stride(self._shape, self._stride, shape)
     if stride is None:
@@ -125,13 +127,54 @@ def view(self, size):
 
 
 def view_dtype(self, dtype):
-    if dtype.itemsize != self.dtype.itemsize:
-        raise RuntimeError("view(dtype) with a different element size is not supported in course_lib")
+    """The same bytes read as another dtype (``x.view(torch.int32)``).  Not a view for
+    ``_is_view()`` (as in PyTorch), but it shares the storage and the version counter.
+
+    With a different element size the last dim is rescaled; PyTorch's conditions apply.
+    """
+    old, new = self.dtype.itemsize, dtype.itemsize
+    shape, stride, offset = self._shape, self._stride, self._offset
+    if old != new:
+        if not shape:
+            raise RuntimeError("self.dim() cannot be 0 to view " + _dt_name(self.dtype) + " as " + _dt_name(dtype)
+                               + " (different element sizes)")
+        if stride[-1] != 1:
+            raise RuntimeError("self.stride(-1) must be 1 to view " + _dt_name(self.dtype) + " as "
+                               + _dt_name(dtype) + " (different element sizes), but got " + str(stride[-1]))
+        if new > old:
+            r = new // old
+            if shape[-1] % r:
+                raise RuntimeError(f"self.size(-1) must be divisible by {r} to view {_dt_name(self.dtype)} as "
+                                   f"{_dt_name(dtype)} (different element sizes), but got {shape[-1]}")
+            if offset % r:
+                raise RuntimeError(f"self.storage_offset() must be divisible by {r} to view {_dt_name(self.dtype)} "
+                                   f"as {_dt_name(dtype)} (different element sizes), but got {offset}")
+            for k, st in enumerate(stride[:-1]):
+                if st % r:
+                    raise RuntimeError(f"self.stride({k}) must be divisible by {r} to view {_dt_name(self.dtype)} "
+                                       f"as {_dt_name(dtype)} (different element sizes), but got {st}")
+            shape = shape[:-1] + (shape[-1] // r,)
+            stride = tuple(st // r for st in stride[:-1]) + (1,)
+            offset //= r
+        else:
+            r = old // new
+            shape = shape[:-1] + (shape[-1] * r,)
+            stride = tuple(st * r for st in stride[:-1]) + (1,)
+            offset *= r
     from .._storage import Storage
     st = self._storage
-    data = st.data.view(dtype.np) if st.data is not None else None
-    new = Storage(data, dtype, st.device, size=st._size, owner=st)
-    return _T._make(new, self._offset, self._shape, self._stride, dtype, vc=self._vc)
+    if st.data is not None:
+        raw = st.data.view(np.uint8)
+        data = raw[:len(raw) - len(raw) % new].view(dtype.np)
+        size = data.shape[0]
+    else:
+        data, size = None, st._size * old // new
+    new_st = Storage(data, dtype, st.device, size=size, owner=st)
+    return _T._make(new_st, offset, shape, stride, dtype, vc=self._vc)
+
+
+def _dt_name(dt) -> str:
+    return dt._tensor_name
 
 
 @register("_unsafe_view(Tensor self, SymInt[] size) -> Tensor", variants=(), kind="view")
@@ -154,9 +197,9 @@ def reshape(self, shape):
 def flatten(self, start_dim=0, end_dim=-1):
     """Merge dims start_dim..end_dim into one (a view when possible)."""
     nd = len(self._shape)
+    s, e = wrap_dim(start_dim, nd), wrap_dim(end_dim, nd)
     if nd == 0:
         return reshape.cpu(self, (1,))
-    s, e = wrap_dim(start_dim, nd), wrap_dim(end_dim, nd)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
@@ -193,6 +236,8 @@ def transpose(self, dim0, dim1):
     """Swap two dims: swap their sizes and strides."""
     nd = len(self._shape)
     a, b = wrap_dim(dim0, nd), wrap_dim(dim1, nd)
+    if nd == 0:
+        return self._view((), (), self._offset)
     shape, stride = list(self._shape), list(self._stride)
     shape[a], shape[b] = shape[b], shape[a]
     stride[a], stride[b] = stride[b], stride[a]
@@ -218,7 +263,9 @@ def permute(self, dims):
         raise RuntimeError(
             f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
             f"desired ordering of dimensions i.e. input.dim() = {nd} is not equal to len(dims) = {len(dims)}")
-    ds = wrap_dims(dims, nd) if nd else tuple(dims)
+    ds = tuple(wrap_dim(d, nd) for d in dims)
+    if len(set(ds)) != len(ds):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
     return self._view(tuple(self._shape[d] for d in ds), tuple(self._stride[d] for d in ds), self._offset)
 
 
@@ -227,6 +274,8 @@ def movedim(self, source, destination):
     nd = len(self._shape)
     src = wrap_dims(source, nd)
     dst = wrap_dims(destination, nd)
+    if nd == 0:
+        return _dispatch("alias", self)
     if len(src) != len(dst):
         raise RuntimeError("movedim: Invalid source or destination dims")
     order = [None] * nd
@@ -257,7 +306,7 @@ def squeeze(self, dim=None):
     if dim is None:
         keep = [i for i in range(nd) if self._shape[i] != 1]
     else:
-        ds = wrap_dims(dim, nd) if nd else ()
+        ds = wrap_dims(dim, nd)
         keep = [i for i in range(nd) if not (i in ds and self._shape[i] == 1)]
     return self._view(tuple(self._shape[i] for i in keep), tuple(self._stride[i] for i in keep), self._offset)
 
@@ -340,13 +389,15 @@ def slice(self, dim=0, start=None, end=None, step=1):  # noqa: A001
     length = max(0, (end - start + step - 1) // step)
     shape = self._shape[:d] + (length,) + self._shape[d + 1:]
     stride = self._stride[:d] + (self._stride[d] * step,) + self._stride[d + 1:]
-    return self._view(shape, stride, self._offset + (start * self._stride[d] if length else 0))
+    return self._view(shape, stride, self._offset + start * self._stride[d])
 
 
 @register("narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)", kind="view",
           is_view=True)
 def narrow(self, dim, start, length):
     """``length`` elements of ``dim`` from ``start``."""
+    if not self._shape:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, len(self._shape))
     n = self._shape[d]
     if start < -n or start > n:
@@ -431,6 +482,8 @@ def as_strided(self, size, stride, storage_offset=None):
 @register("unbind(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]", kind="composite")
 def unbind(self, dim=0):
     """All slices along ``dim``, as a tuple of views."""
+    if not self._shape:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     d = wrap_dim(dim, len(self._shape))
     return tuple(_dispatch("select", self, d, i) for i in range(self._shape[d]))
 
@@ -438,6 +491,8 @@ def unbind(self, dim=0):
 @register("split(Tensor(a -> *) self, SymInt[1] split_size, int dim=0) -> Tensor(a)[]", kind="composite")
 def split(self, split_size, dim=0):
     """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the given sizes."""
+    if not self._shape:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = wrap_dim(dim, len(self._shape))
     n = self._shape[d]
     if isinstance(split_size, int):
@@ -463,6 +518,8 @@ def split(self, split_size, dim=0):
 @register("chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]", kind="composite")
 def chunk(self, chunks, dim=0):
     """``chunks`` pieces of ceil(n / chunks) along ``dim`` (fewer if they run out)."""
+    if not self._shape:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     d = wrap_dim(dim, len(self._shape))
