@@ -23,7 +23,7 @@ from __future__ import annotations
 import weakref
 
 from .._ops.dispatcher import backend, grad_state
-from .graph import AccumulateGrad, Node, SavedTensor, gradient_edge
+from .graph import AccumulateGrad, Node, SavedTensor, _seq, gradient_edge
 
 _Tensor = None
 
@@ -165,6 +165,8 @@ def autograd_kernel(op, args: tuple):
 
 
 def _record(d: Derivative, args: tuple, out):
+    """Create ``d``'s node for a call of its op on ``args`` with result ``out``, save what the
+    formula needs and make ``out`` the node's output(s).  Runs on every recorded op: keep it lean."""
     T = _Tensor
     op = d.op
     edges = []
@@ -172,29 +174,26 @@ def _record(d: Derivative, args: tuple, out):
     meta = []
     for i in op.tensor_pos:
         a = args[i]
-        if a.__class__ is T or isinstance(a, T):
-            if a._requires_grad:
-                fn = a.grad_fn
-                if fn is not None:
-                    edges.append((fn, a._output_nr))
-                else:
+        if (a.__class__ is T or isinstance(a, T)) and a._requires_grad:
+            fn = a.grad_fn
+            edges.append((fn, a._output_nr) if fn is not None else gradient_edge(a))
+            needs.append(True)
+            meta.append((a._shape, a.dtype))
+        else:
+            edges.append(_NO_EDGE)
+            needs.append(False)
+            meta.append(None)
+    if op.tensor_list_pos:
+        for i in op.tensor_list_pos:
+            for a in args[i]:
+                if isinstance(a, T) and a._requires_grad:
                     edges.append(gradient_edge(a))
-                needs.append(True)
-                meta.append((a._shape, a.dtype))
-                continue
-        edges.append((None, 0))
-        needs.append(False)
-        meta.append(None)
-    for i in op.tensor_list_pos:
-        for a in args[i]:
-            if isinstance(a, T) and a._requires_grad:
-                edges.append(gradient_edge(a))
-                needs.append(True)
-                meta.append((a._shape, a.dtype))
-            else:
-                edges.append((None, 0))
-                needs.append(False)
-                meta.append(None)
+                    needs.append(True)
+                    meta.append((a._shape, a.dtype))
+                else:
+                    edges.append(_NO_EDGE)
+                    needs.append(False)
+                    meta.append(None)
     keep = None
     if d._static_drop or d._scalar_drop:
         drop = set(d._static_drop)
@@ -204,39 +203,51 @@ def _record(d: Derivative, args: tuple, out):
         if drop:
             keep = tuple(k for k in range(len(edges)) if k not in drop)
             edges = [edges[k] for k in keep]
-    node = d.node_cls(edges)
+    node = d.node_cls.__new__(d.node_cls)
+    node.next_functions = tuple(edges)
+    node._sequence_nr = next(_seq)
     node._keep = keep
     node._deriv = d
     node.needs_input_grad = tuple(needs)
     node._input_meta = tuple(meta)
-    node._out_meta = None
     # save what the formula needs (only for the inputs whose gradient will be computed)
     saved = {}
-    n_args = len(args)
-    for key, pos, users, default in d._plan:
-        if users is not None:
-            for k in users:
-                if needs[k]:
-                    break
-            else:
-                continue
-        v = args[pos] if pos < n_args else default
-        saved[key] = SavedTensor(v) if isinstance(v, T) else v
+    if d._plan:
+        n_args = len(args)
+        for key, pos, users, default in d._plan:
+            if users is not None:
+                for k in users:
+                    if needs[k]:
+                        break
+                else:
+                    continue
+            v = args[pos] if pos < n_args else default
+            saved[key] = SavedTensor(v) if isinstance(v, T) else v
     # outputs
-    if isinstance(out, tuple):
-        outs = out
-        node._out_meta = tuple((o._shape, o.dtype) if isinstance(o, T) else None for o in outs)
+    if out.__class__ is T:
+        node._out_meta = None
+        if out.dtype.is_floating_point:
+            out.grad_fn = node
+            out._output_nr = 0
+            out._requires_grad = True
+        if d._save_result:
+            saved["result"] = SavedTensor(out, is_output=True)
     else:
-        outs = (out,)
-    for nr, o in enumerate(outs):
-        if isinstance(o, T) and o.dtype.is_floating_point:
-            o.grad_fn = node
-            o._output_nr = nr
-            o._requires_grad = True
-    if d._save_result:
-        saved["result"] = SavedTensor(outs[0], is_output=True)
+        outs = out if isinstance(out, tuple) else (out,)
+        node._out_meta = tuple((o._shape, o.dtype) if isinstance(o, T) else None for o in outs) \
+            if len(outs) > 1 else None
+        for nr, o in enumerate(outs):
+            if isinstance(o, T) and o.dtype.is_floating_point:
+                o.grad_fn = node
+                o._output_nr = nr
+                o._requires_grad = True
+        if d._save_result:
+            saved["result"] = SavedTensor(outs[0], is_output=True)
     node._saved = saved
     return node
+
+
+_NO_EDGE = (None, 0)
 
 
 # ---------------------------------------------------------------------------
