@@ -66,3 +66,23 @@ def test_eval_forward_then_training_forward_then_backward_matches_torch():
         grads.append((x.grad.numpy(), bn.weight.grad.numpy(), bn.running_var.detach().numpy()))
     for a, b in zip(*grads):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_old_checkpoint_keeps_the_modules_own_num_batches_tracked():
+    """A version-1 state_dict has no num_batches_tracked: torch keeps the module's current count
+    (0 for a fresh module), rather than resetting it to 0."""
+    from collections import OrderedDict
+
+    torch = require_torch()
+    counts = []
+    for lib, N in [(cl, nn), (torch, torch.nn)]:
+        bn = N.BatchNorm1d(2)
+        for _ in range(5):
+            bn(lib.randn(4, 2))
+        old = OrderedDict((k, v) for k, v in bn.state_dict().items() if k != "num_batches_tracked")
+        old._metadata = OrderedDict({"": {"version": 1}})
+        bn.load_state_dict(old)
+        fresh = N.BatchNorm1d(2)
+        fresh.load_state_dict(old)
+        counts.append((int(bn.num_batches_tracked.item()), int(fresh.num_batches_tracked.item())))
+    assert counts[0] == counts[1] == (5, 0)

@@ -72,10 +72,12 @@ class _NormBase(Module):
                               error_msgs, plan=None):
         version = local_metadata.get("version", None)
         if (version is None or version < 2) and self.track_running_stats:
-            # checkpoints before version 2 have no num_batches_tracked: start it at 0
+            # checkpoints before version 2 have no num_batches_tracked: keep the module's own count
+            # (0 for a fresh module), as torch does
             num_batches_tracked_key = prefix + "num_batches_tracked"
             if num_batches_tracked_key not in state_dict:
-                state_dict[num_batches_tracked_key] = C.tensor(0, dtype=D.int64)
+                state_dict[num_batches_tracked_key] = (self.num_batches_tracked if self.num_batches_tracked is not None
+                                                       else C.tensor(0, dtype=D.int64))
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                                       error_msgs, plan)
 
