@@ -469,3 +469,33 @@ def test_autograd_grad_allow_unused_and_inputs_like_torch():
         return ga.tolist(), gb.tolist(), gc, a.grad, b.grad.tolist()
     c, t = _run_both(f)
     assert c == t
+
+
+def test_inplace_on_views_of_non_contiguous_base_like_torch():
+    a = np.arange(12.0).reshape(3, 4) / 10
+
+    def f(L):
+        x = L.tensor(a, requires_grad=True)
+        y = x.t().clone()          # preserve_format: strides (1, 4)
+        y[1:, 0].mul_(3)
+        y[:, 2] = x[0, :4] * 2
+        y[0].exp_()
+        (y * y).sum().backward()
+        return tuple(y.stride()), type(y.grad_fn).__name__, x.grad.numpy().tolist(), y.detach().numpy().tolist()
+    c, t = _run_both(f)
+    assert c[:2] == t[:2]
+    np.testing.assert_allclose(c[2], t[2], rtol=1e-12)
+    np.testing.assert_allclose(c[3], t[3], rtol=1e-12)
+
+
+def test_gradgrad_through_copy_slices_like_torch():
+    def f(L):
+        x = L.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        y = x * x
+        y[1:].mul_(x[:2])
+        (g,) = L.autograd.grad(y.sum(), x, create_graph=True)
+        (g2,) = L.autograd.grad((g * g).sum(), x)
+        return g.detach().numpy().tolist(), g2.numpy().tolist()
+    c, t = _run_both(f)
+    np.testing.assert_allclose(c[0], t[0], rtol=1e-12)
+    np.testing.assert_allclose(c[1], t[1], rtol=1e-12)
