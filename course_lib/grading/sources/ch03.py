@@ -757,6 +757,7 @@ ax.set_xlabel("depth (layers)")
 ax.set_ylabel("peak memory (MB)")
 ax.set_title("Peak memory of forward + backward, 400 kB per activation")
 ax.legend()
+fig.tight_layout()
 plt.show()
 for d, p, c in zip(depths, plain, ckpt):
     print(f"depth {d:2d}: {p:5.1f} MB without, {c:5.1f} MB with checkpointing")
