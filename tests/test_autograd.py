@@ -717,3 +717,11 @@ def test_saved_tensors_released_after_backward():
     out.backward()
     with pytest.raises(RuntimeError, match="second time"):
         fn._saved_self
+
+
+def test_backward_on_meta_tensors():
+    x = cl.empty(3, 2, device="meta", requires_grad=True)
+    w = cl.empty(2, 4, device="meta", requires_grad=True)
+    (x @ w).relu().sum().backward()
+    assert x.grad.shape == (3, 2) and x.grad.is_meta
+    assert w.grad.shape == (2, 4) and w.grad.is_meta

@@ -270,9 +270,16 @@ class AccumulateGrad(Node):
 
 def _fresh_copy(g):
     """A contiguous copy of ``g`` with its own storage and no history (no dispatch: hot path)."""
+    if g._storage.data is None or _dispatch_modes():  # meta tensors, or a mode that wants to see the op
+        return g.detach().clone()
     from .._ops.common import wrap
     import numpy as np
     return wrap(np.array(g._np(), order="C"), g.dtype)
+
+
+def _dispatch_modes() -> bool:
+    from .._ops.dispatcher import _mode_stack
+    return bool(_mode_stack)
 
 
 def grad_accumulator(t) -> AccumulateGrad:
