@@ -44,7 +44,8 @@ def _validate_root(out, grad, i):
 
 def _ones(out):
     """The implicit gradient of a scalar output: a 1 of its shape and dtype."""
-    if out._storage.data is None:
+    from .._ops.dispatcher import _mode_stack
+    if out._storage.data is None or _mode_stack:  # meta, or a mode (tracing) that should see the op
         from .._creation import ones_like
         return ones_like(out)
     import numpy as np
