@@ -102,8 +102,8 @@ Without normalisation the scale changes by a roughly constant factor per layer. 
 draws weights with variance $1/(3 \cdot \text{fan\_in})$, and ReLU keeps half of the signal, so each layer
 multiplies the mean square by about $1/6$ and the scale by about $0.4$: after twelve layers it is down by a
 factor of $10^5$. Three times larger weights multiply the scale by about $1.2$ per layer instead. With
-normalisation both stay flat, whatever the weights do. (Good initialisation, chapter 04, fixes the *starting* scale; normalisation keeps
-fixing it while the weights move during training.)
+normalisation both stay flat, whatever the weights do. (A careful initialisation fixes the *starting*
+scale; normalisation keeps fixing it while the weights move during training.)
 
 **The recipe.** For a group of values $x_1, \dots, x_m$:
 
@@ -366,7 +366,7 @@ at $4 \cdot 15/16 = 3.75$.
 
 `num_batches_tracked` is a buffer too, so it is saved in the `state_dict`. Checkpoints written before it
 existed lack the key; `_NormBase._load_from_state_dict` notices their older *version* number (BatchNorm's
-`_version` is 2) and fills the counter in with 0, so they still load.
+`_version` is 2) and keeps the module's own counter (0 for a fresh module), so they still load.
 
 ## 5 · Deriving the fused backward
 
@@ -490,10 +490,11 @@ def batch_norm_backward(x: np.ndarray, dy: np.ndarray, gamma: np.ndarray,
 > training, eps, grad_input_mask)`, where `result1` and `result2` are the mean and inverse standard
 > deviation the forward returned and autograd saved. The CPU version is `batch_norm_backward_cpu_template`
 > in `aten/src/ATen/native/Normalization.cpp` (its fast kernels are in `native/cpu/batch_norm_kernel.cpp`).
-> That kernel is not itself differentiable, so for a second derivative (`create_graph=True`) PyTorch
-> switches to `batchnorm_double_backward` in `torch/csrc/autograd/FunctionsManual.cpp`. course_lib's
-> `NativeBatchNormBackward0` (`course_lib/autograd/nn_derivatives.py`) does the same: the fused kernel
-> normally, and under `create_graph=True` the same formula written with differentiable ops.
+> For second derivatives, `native_batch_norm_backward` has a derivative of its own in `derivatives.yaml`,
+> written by hand as `batchnorm_double_backward` in `torch/csrc/autograd/FunctionsManual.cpp`. course_lib's
+> `NativeBatchNormBackward0` (`course_lib/autograd/nn_derivatives.py`) takes a simpler route: it calls the
+> fused kernel normally, and under `create_graph=True` evaluates the same formula with differentiable ops,
+> so that autograd records it.
 
 ## 6 · Tiny batches, and why LayerNorm and GroupNorm exist
 
@@ -547,7 +548,8 @@ plt.show()
 With batches of 2 the sample is mapped to $+1$ or $-1$ depending on its partner; with 8 the output is
 spread widely; with 64 it concentrates near the value evaluation will give. Batches are small in practice
 whenever the inputs are large: detection and segmentation models often fit only one to four images per
-device, and sequence models are run one token at a time during generation.
+device. And in sequence models, batch statistics at one position would mix sequences of different lengths
+with their padding.
 
 **The fix is to never mix samples.** LayerNorm (Ba, Kiros and Hinton, 2016) and GroupNorm (Wu and He,
 2018) compute their statistics inside each sample, so:
@@ -618,7 +620,8 @@ def layer_norm(x: np.ndarray, normalized_shape, weight: np.ndarray | None = None
 > (`LayerNormKernel`, in `native/cpu/layer_norm_kernel.cpp`) then normalises each row and returns the
 > output with the mean and *rstd* (reciprocal standard deviation) that `native_layer_norm_backward`
 > needs: the same fused formula as BatchNorm's, with the means taken along a row instead of down a
-> channel. `RMSNorm` (same file) skips the mean and divides by $\sqrt{\overline{x^2} + \varepsilon}$.
+> channel. `RMSNorm`, also in `torch/nn/modules/normalization.py`, skips the mean and divides by
+> $\sqrt{\overline{x^2} + \varepsilon}$.
 
 ## Exercise 05.5 · group_norm by reshaping (2 points)
 
@@ -660,7 +663,7 @@ def group_norm(x: np.ndarray, num_groups: int, weight: np.ndarray | None = None,
         check_cell("05.5", "group_norm", points=2, id="ex-05-5-check"),
         md(r"""
 > **In PyTorch:** `GroupNorm` (`torch/nn/modules/normalization.py`) checks the divisibility when it is
-> built (`ValueError: num_channels (4) must be divisible by num_groups (3)`); `F.group_norm` calls
+> built (`ValueError: num_channels (4) must be divisible by num_groups (3)`); `F.group_norm` ends up in
 > `native_group_norm(input, weight, bias, N, C, HxW, group, eps)` in `aten/src/ATen/native/group_norm.cpp`,
 > whose kernel (`native/cpu/group_norm_kernel.cpp`) treats the input as $N \cdot G$ rows exactly like your
 > reshape. `instance_norm` in `Normalization.cpp` takes yet another route: it views `(N, C, H, W)` as
