@@ -33,6 +33,13 @@ def derivative(op_name: str, node_name, save: dict | None = None, scalar_overloa
     ``node_name`` is the name of the node class, or a function of the op's arguments
     returning one (PyTorch numbers overloads: ``SumBackward0`` for ``sum()``,
     ``SumBackward1`` for ``sum(dim)``).
+
+    ``save`` maps an argument name (or ``"result"``) to the inputs whose gradient needs
+    it (``ALL``: always); non-tensor arguments are always kept.  The formula returns one
+    gradient per tensor argument.  The node's ``next_functions`` has one edge per tensor
+    argument except indices, masks and conditions (never differentiable) and the
+    arguments named in ``scalar_overload`` when they are given as Python numbers (torch
+    calls a ``Scalar`` overload there: ``x ** 2`` has one edge, ``x * 2`` two).
     """
     op = OPS[op_name]
 
