@@ -512,6 +512,18 @@ def test_spawn_context():
     assert got == [([0.0, 1.0, 2.0], [0, 1, 2]), ([3.0, 4.0, 5.0], [3, 4, 5])]
 
 
+class Unpicklable(Range):
+    def __init__(self, n):
+        super().__init__(n)
+        self.fn = lambda i: i  # spawn must pickle the dataset: a lambda cannot be pickled
+
+
+def test_spawn_with_an_unpicklable_dataset_fails_cleanly():
+    loader = D.DataLoader(Unpicklable(4), num_workers=2, multiprocessing_context="spawn")
+    with pytest.raises((AttributeError, TypeError, __import__("pickle").PicklingError)):
+        iter(loader)
+
+
 def test_context_object_and_pin_memory_with_workers():
     ctx = multiprocessing.get_context("fork")
     with warnings.catch_warnings():

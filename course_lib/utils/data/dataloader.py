@@ -31,7 +31,6 @@ import multiprocessing as python_multiprocessing
 import os
 import queue
 import sys
-import threading
 import time
 import warnings
 import weakref
@@ -336,7 +335,6 @@ class _BaseDataLoaderIter:
         self._num_workers = loader.num_workers
         if loader.pin_memory:
             _utils.pin_memory.note_once()
-        self._pin_memory = False
         self._timeout = loader.timeout
         self._collate_fn = loader.collate_fn
         self._sampler_iter = iter(self._index_sampler)
@@ -389,8 +387,10 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
 
     def __init__(self, loader):
         super().__init__(loader)
-        assert self._timeout == 0, "_SingleProcessDataLoaderIter requires timeout == 0"
-        assert self._num_workers == 0, "_SingleProcessDataLoaderIter requires num_workers == 0"
+        if self._timeout != 0:
+            raise AssertionError("_SingleProcessDataLoaderIter requires timeout == 0")
+        if self._num_workers != 0:
+            raise AssertionError("_SingleProcessDataLoaderIter requires num_workers == 0")
         self._dataset_fetcher = _DatasetKind.create_fetcher(
             self._dataset_kind, self._dataset, self._auto_collation, self._collate_fn, self._drop_last)
 
@@ -427,8 +427,10 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         super().__init__(loader)
         self._prefetch_factor = loader.prefetch_factor
         self._in_order = loader.in_order
-        assert self._num_workers > 0
-        assert self._prefetch_factor > 0
+        if self._num_workers <= 0:
+            raise AssertionError("num_workers must be greater than 0 for MultiProcessingDataLoaderIter")
+        if self._prefetch_factor <= 0:
+            raise AssertionError("prefetch_factor must be greater than 0 for MultiProcessingDataLoaderIter")
         self._shutdown = False
         self._workers = []
         self._index_queues = []
@@ -650,6 +652,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         _live_iterators.discard(self)
         try:
             self._workers_done_event.set()
+            if not hasattr(self, "_workers_status"):  # a worker failed to start: tell every started one
+                self._workers_status = [w.pid is not None for w in self._workers]
             for worker_id in range(len(self._workers)):
                 if self._persistent_workers or self._workers_status[worker_id]:
                     self._mark_worker_as_unavailable(worker_id, shutdown=True)
