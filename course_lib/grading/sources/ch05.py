@@ -102,7 +102,8 @@ Without normalisation the scale changes by a roughly constant factor per layer. 
 draws weights with variance $1/(3 \cdot \text{fan\_in})$, and ReLU keeps half of the signal, so each layer
 multiplies the mean square by about $1/6$ and the scale by about $0.4$: after twelve layers it is down by a
 factor of $10^5$. Three times larger weights multiply the scale by about $1.2$ per layer instead. With
-normalisation both stay flat, whatever the weights do. (A careful initialisation fixes the *starting*
+normalisation both stay flat, whatever the weights do: the two normalised curves lie on top of each other,
+because scaling a layer's weights changes nothing once its output is normalised. (A careful initialisation fixes the *starting*
 scale; normalisation keeps fixing it while the weights move during training.)
 
 **The recipe.** For a group of values $x_1, \dots, x_m$:
@@ -775,7 +776,7 @@ for (lr, batch_norm), (losses, accuracy) in runs.items():
 ax.set_xlabel("training step")
 ax.set_ylabel("cross-entropy (10-step average)")
 ax.set_title("Same network, same data, same initial weights")
-ax.legend(fontsize=8)
+ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
 plt.show()
 """, id="experiment"),
         md(r"""
