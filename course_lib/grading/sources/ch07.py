@@ -955,6 +955,32 @@ in the loss.
 """, id="ckpt-pytorch"),
 
         md(r"""
+## 10 · A format without pickle: safetensors
+
+Everything dangerous in this chapter comes from the pickle. The **safetensors** format (Hugging Face) has
+none: 8 bytes giving the size of a JSON header, the header (name -> dtype, shape and byte range), then the
+raw bytes. Loading it means checking numbers, never running a program. The price: a flat dict of
+tensors only, no views (tensors sharing memory are refused), no Python objects.
+`course_lib.safetensors` implements it from the published specification, in about 200 lines:
+""", id="safetensors-md"),
+        code(r"""
+from course_lib import safetensors
+
+path = WORK / "small.safetensors"
+safetensors.save_file(model.state_dict(), path, metadata={"format": "pt"})
+raw = path.read_bytes()
+n = int.from_bytes(raw[:8], "little")
+print(f"header: {n} bytes of JSON; data: {len(raw) - 8 - n} bytes")
+print(raw[8:8 + 240].decode(), "...")
+print({k: tuple(v.shape) for k, v in safetensors.load_file(path).items()})
+
+base = cl.arange(6.)
+try:
+    safetensors.save({"a": base, "b": base[2:]})
+except RuntimeError as e:
+    print("\n" + str(e)[:95], "...")
+""", id="safetensors-demo"),
+        md(r"""
 ## Summary and what comes next
 
 - A pickle is a program; `GLOBAL` + `REDUCE` can call anything, so **loading a pickle can run code**.
@@ -968,6 +994,7 @@ in the loss.
 - `map_location` sends storages elsewhere (`'meta'`: shapes without data); `mmap=True` maps them from the
   file and reads lazily.
 - A checkpoint is model + optimizer + scheduler + epoch + RNG state: resuming from it is bit-for-bit.
+- safetensors trades pickle's generality for a format that only holds tensors and cannot run code.
 
 In **chapter 08** you trace programs through the dispatcher with *fake* tensors, the meta-device tensors
 you met here as a way to read shapes without data, and compile them.
