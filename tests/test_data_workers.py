@@ -347,6 +347,8 @@ def test_worker_killed_from_outside_mid_epoch():
         for _ in it:
             pass
     assert it._shutdown
+    with pytest.raises(StopIteration):
+        next(it)
     del it
 
 

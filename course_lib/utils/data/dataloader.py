@@ -538,6 +538,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             raise
 
     def _next_data(self):
+        if self._shutdown:
+            raise StopIteration  # stopped early (a dead worker, KeyboardInterrupt): nothing more will come
         while True:
             # Skip tasks whose worker is gone (an exhausted IterableDataset worker) and that have no data.
             while self._rcvd_idx < self._send_idx:
