@@ -638,9 +638,9 @@ class RandomOffsets(Dataset):
 print("2 workers:", [b.tolist() for b in DataLoader(RandomOffsets(), batch_size=2, num_workers=2)])
 """, id="seed-bug"),
         md(r"""
-The DataLoader does its part: in each worker it seeds Python's `random`, numpy's global generator and
-course_lib's generator from `base_seed + worker_id`, where `base_seed` is drawn from the loader's
-`generator` (or the global one) once per epoch. So `np.random.rand()`, `random.random()` and course_lib's
+The DataLoader does its part: in each worker it seeds Python's `random` and course_lib's generator with
+`base_seed + worker_id`, and numpy's global generator with a hash of the two, where `base_seed` is drawn
+from the loader's `generator` (or the global one) once per epoch. So `np.random.rand()`, `random.random()` and course_lib's
 random transforms (`T.RandomCrop`, `T.RandomHorizontalFlip`) already differ between workers, and are
 reproducible when you seed. A generator you keep yourself needs the same treatment, in `worker_init_fn`,
 which runs in each worker after that seeding: `get_worker_info()` gives the worker's `seed` and its copy of
@@ -702,7 +702,7 @@ That is also why `len(loader)` is only an estimate for iterable datasets.
   errors travel as wrapped exceptions; dead workers are reported, not waited for; every exit path stops the
   workers.
 - Batches travel through shared memory: only names and shapes are pickled.
-- Each worker's random generators are seeded from `base_seed + worker_id`; seed your own generators in
+- Each worker's random generators are seeded from `base_seed` and its id; seed your own generators in
   `worker_init_fn`, and shard iterable datasets with `get_worker_info()`.
 
 **Chapter 07 · Serialization** saves and loads tensors, modules and optimizers, and meets shared storage
