@@ -20,7 +20,7 @@ def worker_failure(worker) -> RuntimeError:
     if code is not None and code < 0:
         try:
             name = signal.strsignal(-code) or f"Unknown signal {-code}"
-        except ValueError:
+        except (ValueError, AttributeError):  # no strsignal on some platforms
             name = f"Unknown signal {-code}"
         msg = f"DataLoader worker (pid {worker.pid}) is killed by signal: {name}. "
         if -code == getattr(signal, "SIGBUS", None):
