@@ -593,6 +593,14 @@ def test_corrupted_large_storage_fails_the_background_crc():
         _load_raw(bytes(raw))
 
 
+def test_crc_checks_can_be_turned_off(monkeypatch):
+    raw = bytearray(saved_bytes({"w": cl.arange(100.)}))
+    offset, size = record_spans(bytes(raw))["archive/data/0"]
+    raw[offset + 4] ^= 0x10
+    monkeypatch.setattr(S, "CHECK_CRC32", False)
+    assert values(_load_raw(bytes(raw))["w"])[1] != 1.0  # loads, with the damaged number (as torch.load would)
+
+
 def test_truncated_file():
     raw = saved_bytes({"w": cl.arange(100.)})
     with pytest.raises(RuntimeError, match="not a readable zip archive"):

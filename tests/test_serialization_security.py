@@ -21,7 +21,7 @@ import pytest
 import course_lib as cl
 from course_lib import serialization as S
 
-from test_serialization_helpers import (PROTO2, arg, binunicode, call, course_pickle, craft, global_op,
+from test_serialization_helpers import (arg, binunicode, call, course_pickle, craft, global_op,
                                         pickle_program)
 
 pytestmark = pytest.mark.filterwarnings("ignore:Detected pickle protocol")
