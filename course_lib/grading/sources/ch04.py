@@ -1123,8 +1123,11 @@ positions: a plus is a plus wherever it is. The MLP has to learn every position 
 
 Hooks can time layers too. A forward pre-hook notes the time when a module starts, a forward hook when it
 ends; a full backward pre-hook and a full backward hook do the same for its part of `backward()`. The cell
-below times one training step of the CNN, layer by layer, repeated 10 times (medians). Expect the two
-convolutions to dominate, backward to cost about twice forward, and the timings to vary from run to run.
+below times one training step of the CNN, layer by layer, repeated 10 times (medians). The timings vary
+from run to run and from machine to machine; look at which layers cost most, and at forward against
+backward. A convolution's backward does two matrix products (for the weight and for the input, then col2im)
+where its forward does one. Max pooling is not free either: its forward finds the maximum of every window
+(and remembers where it was, for backward) through a strided view.
 """, id="measure-md"),
         code(r"""
 def time_layers(net, x, y, repeat=10):
@@ -1228,8 +1231,10 @@ ax.legend()
 plt.show()
 """, id="measure-batch"),
         md(r"""
-course_lib's curve sits just above the floor: with one product per call, the framework adds a fixed few
-tens of microseconds (module call, dispatcher, result tensor), which matters only for tiny batches.
+course_lib's curve follows the numpy floor: with one matrix product per call, the framework adds a fixed
+cost per call (argument handling, dispatcher, plan lookup, result tensor) that matters only for small batches.
+PyTorch is faster again: its oneDNN kernel computes the convolution directly, without materialising the
+column matrix, and is tuned for the machine's vector instructions.
 `bench/bench_nn.py` runs the bigger workloads of this chapter (an MLP training step, a convolution forward
 and backward, resnet18 inference) beside numpy and PyTorch: `python bench/run.py --module nn`.
 
