@@ -8,6 +8,7 @@ reason without torch; ``COURSE_REQUIRE_ORACLE=1`` turns the skip into a failure.
 from __future__ import annotations
 
 import itertools
+import os
 import math
 
 import numpy as np
@@ -717,6 +718,40 @@ x = A(2,3); v = x.unsqueeze(0).expand(2, 2, 3); v[0, 0, 0]; x
 x = A(2,3); x[1][2] = -9.; x
 x = A(2,3); x[x > 0] = A(2); x
 x = A(2,3); x[[0]] = A(1, 3); x
+x = A(5); x[1:].copy_(x[:-1]); x
+x = A(5); x.copy_(x); x
+x = A(5); x[1:].add_(x[:-1]); x
+x = A(5); x.add_(x); x
+x = A(5); x[:2].copy_(x[3:]); x
+x = A(5); x[1:] = x[:-1]; x
+x = A(2,2); x.add_(x.t()); x
+x = A(3); x.expand(2, 3).add_(1); x
+x = A(3); x.expand(2, 3).fill_(1); x
+x = A(3); x.expand(2, 3).zero_(); x
+x = A(3); x.expand(2, 3).copy_(A(2, 3)); x
+x = A(3); x.expand(2, 3)[0].add_(1); x
+x = A(3); x.expand(2, 3).masked_fill_(A(2, 3) > 0, 1.); x
+x = A(3); x.expand(2, 3).exp_(); x
+x = A(3); x.expand(2, 3).index_put_((M.tensor([0]),), A(3)); x
+x = A(3); x[None].expand(2, 3).mul_(2); x
+x = A(3); y = x.view(3); y.add_(1); (x._version, y._version)
+x = A(2,3); y = x[0]; y.mul_(2); x[1] = 5.; (x._version, y._version)
+x = A(2,3); y = x.t(); x.zero_(); (y._version, y)
+x = A(3, dtype='int64'); x.add_(A(3)); x
+x = A(3, dtype='int64'); x += 1.5; x
+x = A(3, dtype='int64'); x *= 2; x
+x = A(3); x /= 2; x
+x = A(3, dtype='int64'); x /= 2; x
+x = A(3, dtype='int64'); x //= 2; x
+x = A(3, dtype='bool'); x |= True; x
+x = A(2,3); x += A(3); x
+x = A(3); x += A(2,3); x
+x = A(3); x.clamp_(0, 1); x
+x = A(3); x.copy_(A(3, dtype='int64') * 2); x
+x = A(3, dtype='int64'); x.copy_(A(3) * 1.5); x
+x = A(2,3); x.fill_(M.tensor(2.)); x
+x = A(2,3); x.fill_(True); x
+x = A(2,3, dtype='int64'); x.fill_(2.9); x
 """
 
 
@@ -817,3 +852,29 @@ def test_reduction_dtypes_and_values(torch, op, a):
     t = outcome(lambda: run(torch))
     c = outcome(lambda: run(cl))
     assert same(t, c, rtol=2e-3, atol=1e-3), f"{op}({a})\n torch:      {fmt(t)}\n course_lib: {fmt(c)}"
+
+
+# ---------------------------------------------------------------------------
+# random view chains: layout (strides, offset, contiguity, _is_view) as torch
+# ---------------------------------------------------------------------------
+from view_chains import view_chains  # noqa: E402
+
+
+@settings(max_examples=int(os.environ.get("COURSE_HYPOTHESIS_EXAMPLES", 300)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(view_chains(max_steps=6))
+def test_random_view_chains_match_torch(torch, chain):
+    shape, steps = chain
+    n = math.prod(shape)
+    xt = torch.arange(n, dtype=torch.float32).reshape(shape)
+    xc = cl.arange(n, dtype=cl.float32).reshape(shape)
+    trail = str(shape)
+    for step in steps:
+        trail += step.text
+        t = outcome(lambda: step.tensor(xt), layout=True)
+        c = outcome(lambda: step.tensor(xc), layout=True)
+        assert same(t, c), f"{trail}\n torch:      {fmt(t)}\n course_lib: {fmt(c)}"
+        if t[0][0] == "error":
+            return
+        xt, xc = step.tensor(xt), step.tensor(xc)

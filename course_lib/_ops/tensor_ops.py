@@ -86,8 +86,46 @@ def can_cast(src: D.dtype, dst: D.dtype) -> bool:
     return True
 
 
+def check_no_internal_overlap(self) -> None:
+    """Refuse to write into a tensor whose elements share memory (an ``expand``-ed one), as PyTorch does."""
+    if 0 in self._stride:
+        for sz, st in zip(self._shape, self._stride):
+            if st == 0 and sz > 1:
+                raise RuntimeError(
+                    "unsupported operation: more than one element of the written-to tensor refers to a single "
+                    "memory location. Please clone() the tensor before performing the operation.")
+
+
+def _non_overlapping_and_dense(t) -> bool:
+    dims = sorted((st, sz) for sz, st in zip(t._shape, t._stride) if sz != 1)
+    expected = 1
+    for st, sz in dims:
+        if st != expected:
+            return False
+        expected *= sz
+    return True
+
+
+def check_no_partial_overlap(self, other) -> None:
+    """PyTorch's ``assert_no_partial_overlap``: an in-place op may not read memory it writes at another
+    place (``x[1:].copy_(x[:-1])``).  Reading exactly the written elements (``x.add_(x)``) is fine;
+    layouts too hard to analyse (not dense) are let through, as in PyTorch."""
+    if not isinstance(other, _T) or other._storage is not self._storage or other is self:
+        return
+    n, m = self.numel(), other.numel()
+    if n == 0 or m == 0 or not _non_overlapping_and_dense(self) or not _non_overlapping_and_dense(other):
+        return
+    a0, b0 = self._offset, other._offset
+    a1, b1 = a0 + n, b0 + m
+    if (a0 == b0 and a1 == b1 and self._stride == other._stride) or not (a0 < b1 and b0 < a1):
+        return
+    raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor refer "
+                       "to a single memory location. Please clone() the tensor before performing the operation.")
+
+
 def check_inplace(self, shape: tuple, dtype: D.dtype) -> None:
     """The checks every in-place op makes before writing into ``self``."""
+    check_no_internal_overlap(self)
     if shape != self._shape and broadcast_two(self._shape, shape) != self._shape:
         raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape "
                            f"{list(broadcast_shapes(self._shape, shape))}")
@@ -111,9 +149,26 @@ def make_inplace(op: OpDef) -> OpDef:
     out_kernel = op.cpu
     out_meta = op.meta
 
-    def kernel(self, *args):
-        write_inplace(self, out_kernel(self, *args))
-        return self
+    if op.name == "masked_fill":
+        def kernel(self, *args):
+            if 0 in self._stride and any(st == 0 and sz > 1 for sz, st in zip(self._shape, self._stride)):
+                warnings.warn("Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor "
+                              "before performing this operation. This also applies to advanced indexing e.g. "
+                              "tensor[mask] = scalar", UserWarning, stacklevel=3)
+                r = out_kernel(self, *args)
+                np.copyto(self._np(), r._np(), casting="unsafe")
+                self._vc.value += 1
+                return self
+            write_inplace(self, out_kernel(self, *args))
+            return self
+    else:
+        def kernel(self, *args):
+            check_no_internal_overlap(self)
+            for a in args:
+                if isinstance(a, _T) and a._storage is self._storage:
+                    check_no_partial_overlap(self, a)
+            write_inplace(self, out_kernel(self, *args))
+            return self
 
     def meta(self, *args):
         r = out_meta(self, *args)
@@ -136,7 +191,9 @@ def _copy_meta(self, src, non_blocking=False):
           meta=_copy_meta, is_inplace=True)
 def copy_(self, src, non_blocking=False):
     """Copy ``src``'s values (broadcast and cast) into ``self``."""
+    check_no_internal_overlap(self)
     if isinstance(src, _T):
+        check_no_partial_overlap(self, src)
         if src._shape != self._shape and broadcast_two(self._shape, src._shape) != self._shape:
             raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape "
                                f"{list(broadcast_shapes(self._shape, src._shape))}")
@@ -337,6 +394,10 @@ def _index_put_meta(self, indices, values, accumulate=False):
           variants=("method",), meta=_index_put_meta, is_inplace=True)
 def index_put_(self, indices, values, accumulate=False):
     """``self[indices] = values`` (or ``+=`` with ``accumulate``, adding repeated indices up)."""
+    if 0 in self._stride and any(st == 0 and sz > 1 for sz, st in zip(self._shape, self._stride)):
+        warnings.warn("Use of index_put_ on expanded tensors is deprecated. Please clone() the tensor before "
+                      "performing this operation. This also applies to advanced indexing e.g. tensor[indices] = "
+                      "tensor", UserWarning, stacklevel=3)
     idx = _index_arrays(self, indices)
     v = values._np() if isinstance(values, _T) else values
     a = self._np()

@@ -320,30 +320,29 @@ def expand(self, size):
         raise RuntimeError(
             f"expand({type_name(self)}{{{list(self._shape)}}}, size={list(size)}): the number of sizes provided "
             f"({len(size)}) must be greater or equal to the number of dimensions in the tensor ({nd})")
-    off = len(size) - nd
-    shape, stride = [], []
-    for i, s in enumerate(size):
-        j = i - off
-        if j < 0:
-            if s < 0:
-                raise RuntimeError(
-                    f"The expanded size of the tensor ({s}) isn't allowed in a leading, non-existing dimension {i}")
-            shape.append(s)
-            stride.append(0)
-            continue
-        cur, cst = self._shape[j], self._stride[j]
-        if s == -1:
-            s = cur
-        if cur == s:
-            shape.append(s)
-            stride.append(cst)
-        elif cur == 1:
-            shape.append(s)
-            stride.append(0)
+    # PyTorch's inferExpandGeometry: right to left; a new leading dim of size 1 gets the stride
+    # a contiguous tensor would have there, any dim that really grows gets stride 0.
+    ndim = len(size)
+    shape, stride = [0] * ndim, [0] * ndim
+    for i in range(ndim - 1, -1, -1):
+        j = i - (ndim - nd)
+        if j >= 0:
+            cur, cst = self._shape[j], self._stride[j]
         else:
-            raise RuntimeError(
-                f"The expanded size of the tensor ({s}) must match the existing size ({cur}) at non-singleton "
-                f"dimension {i}.  Target sizes: {list(size)}.  Tensor sizes: {list(self._shape)}")
+            if size[i] < 0:
+                raise RuntimeError(
+                    f"The expanded size of the tensor ({size[i]}) isn't allowed in a leading, non-existing "
+                    f"dimension {i}")
+            cur, cst = 1, (shape[i + 1] * stride[i + 1] if i + 1 < ndim else 0)
+        target = cur if size[i] == -1 else size[i]
+        if cur != target:
+            if cur != 1:
+                raise RuntimeError(
+                    f"The expanded size of the tensor ({target}) must match the existing size ({cur}) at "
+                    f"non-singleton dimension {i}.  Target sizes: {list(size)}.  Tensor sizes: "
+                    f"{list(self._shape)}")
+            cur, cst = target, 0
+        shape[i], stride[i] = cur, cst
     return self._view(tuple(shape), tuple(stride), self._offset)
 
 
@@ -500,8 +499,10 @@ def split(self, split_size, dim=0):
             raise RuntimeError(f"split expects split_size be non-negative, but got split_size={split_size}")
         if split_size == 0 and n != 0:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
-        sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else []) if split_size \
-            else [0]
+        if split_size == 0 or n == 0:
+            sizes = [0]  # an empty dim still gives one (empty) piece
+        else:
+            sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else [])
     else:
         sizes = list(split_size)
         if sum(sizes) != n:
