@@ -871,8 +871,10 @@ What to read in the numbers (they depend on your machine):
 - the win is real when you touch only part of a checkpoint (one layer of a huge model, or shapes only), or
   when several processes map the same file and share its pages.
 
-course_lib's eager load also checks each record's CRC-32 (a checksum the zip format stores), which catches
-a corrupted file; PyTorch skips that check.
+Both loaders trust the storages' bytes: the zip format stores a CRC-32 checksum of each record, but
+checking it costs about a third of an eager load, so `torch.load` never does and `course_lib.load` does only
+when you set `cl.serialization.CHECK_CRC32 = True` (a corrupted file then fails loudly instead of loading
+wrong numbers).
 """, id="mmap-notes"),
 
         # ------------------------------------------------------------------ 9 checkpoint and resume
