@@ -19,7 +19,7 @@ from course_lib.grading.student import stub_source
 from grading_cases.wrong_answers import WRONG  # tests/ is on sys.path (rootdir-less "prepend" import)
 
 ROOT = Path(__file__).resolve().parents[1]
-SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
+SOLUTIONS = sorted(p for p in (ROOT / "solutions").glob("*.ipynb") if not p.name.startswith("."))
 
 
 def _exercises():

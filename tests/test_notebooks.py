@@ -15,7 +15,7 @@ from course_lib.grading.grader import NOT_ATTEMPTED, PASS, grade_many
 from course_lib.grading.student import make_student, student_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
-SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
+SOLUTIONS = sorted(p for p in (ROOT / "solutions").glob("*.ipynb") if not p.name.startswith("."))
 NOTEBOOKS = ROOT / "notebooks"
 RANDOM_ID = re.compile(r"^[0-9a-f]{8}(-[0-9a-f]{4}){0,4}([0-9a-f]{8})?$")  # what Jupyter generates
 

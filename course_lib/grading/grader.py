@@ -307,6 +307,10 @@ def _run_pytest(graded: Path, timeout: float, workdir: Path) -> _Run:
            "-p", "no:xdist", "-p", "no:hypothesispytest",
            "-q", "--color=no", "-o", "console_output_style=classic"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    # One BLAS/OpenMP thread per kernel: grading runs several kernels side by side on small
+    # machines, and oversubscribed BLAS threads make small matrix products far slower.
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(var, "1")
     env["COURSE_GRADER_EVENTS"] = str(events)
     env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_PARENT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
     env.setdefault("MPLBACKEND", "Agg")
