@@ -213,6 +213,14 @@ TUPLE, TUPLE1, TUPLE2, TUPLE3 = b"t", b"\x85", b"\x86", b"\x87"
 BINGET, LONG_BINGET, BINPUT, LONG_BINPUT = b"h", b"j", b"q", b"r"
 NEWOBJ, PROTO = b"\x81", b"\x80"
 
+(_MARK, _STOP, _BINPERSID, _REDUCE, _BUILD, _GLOBAL, _APPEND, _APPENDS, _SETITEM, _SETITEMS, _BININT, _BININT1,
+ _BININT2, _LONG1, _BINFLOAT, _BINUNICODE, _SHORT_BINSTRING, _NONE, _NEWTRUE, _NEWFALSE, _EMPTY_TUPLE, _EMPTY_LIST,
+ _EMPTY_DICT, _EMPTY_SET, _TUPLE, _TUPLE1, _TUPLE2, _TUPLE3, _BINGET, _LONG_BINGET, _BINPUT, _LONG_BINPUT, _NEWOBJ,
+ _PROTO) = (op[0] for op in (MARK, STOP, BINPERSID, REDUCE, BUILD, GLOBAL, APPEND, APPENDS, SETITEM, SETITEMS, BININT,
+                             BININT1, BININT2, LONG1, BINFLOAT, BINUNICODE, SHORT_BINSTRING, NONE, NEWTRUE, NEWFALSE,
+                             EMPTY_TUPLE, EMPTY_LIST, EMPTY_DICT, EMPTY_SET, TUPLE, TUPLE1, TUPLE2, TUPLE3, BINGET,
+                             LONG_BINGET, BINPUT, LONG_BINPUT, NEWOBJ, PROTO))
+
 _OPNAMES = {v[0]: k for k, v in dict(globals()).items() if isinstance(v, bytes) and len(v) == 1 and k.isupper()}
 
 _bytes_to_skip = {
@@ -316,216 +324,299 @@ class Unpickler:
                                   f"{type(e).__name__}: {e}") from None
 
     def _load(self):
+        # One pass over the bytes with an index (an opcode is one byte, its argument follows),
+        # the most frequent opcodes tested first: this loop is most of a load's Python time.
         self._op, self._op_pos = None, 0
-        self.metastack: list = []
-        self.stack: list = []
-        self.append = self.stack.append
+        data = self._reader.data
+        n = len(data)
+        memo = self.memo
+        stack: list = []
+        metastack: list = []
+        append = stack.append
         depth: dict[int, int] = {}  # id(tuple) -> nesting depth, for tuples this load built
-        r = self._reader
-        read, readline = r.read, r.readline
         allowed = _get_allowed_globals()
         user_allowed = _get_user_allowed_globals()
         allowed_ids = _allowed_ids()
         from ._tensor import Tensor
         from .nn.parameter import Parameter
 
-        def tuple_of(items):
-            d = 1 + max((depth.get(id(x), 0) for x in items if isinstance(x, tuple)), default=0)
+        def truncated(at: int, k: int):
+            return UnpicklingError(f"pickle data was truncated: needed {k} bytes at byte {at}, "
+                                   f"but the data ends at byte {n}")
+
+        def tuple_of(items) -> tuple:
+            d = 1
+            for x in items:
+                if isinstance(x, tuple):
+                    dx = depth.get(id(x), 0) + 1
+                    if dx > d:
+                        d = dx
             if d > MAX_TUPLE_DEPTH:
                 raise UnpicklingError(f"tuples nested more than {MAX_TUPLE_DEPTH} deep are not supported")
             t = tuple(items)
             depth[id(t)] = d
             return t
 
-        while True:
-            self._op_pos = r.pos
-            key = read(1)
-            self._op = key[0]
-            # Risky operators
-            if key == GLOBAL:
-                module, name = _read_global_instruction(readline)
-                full_path = f"{module}.{name}"
-                if module in _blocklisted_modules:
-                    raise UnpicklingError(
-                        f"Trying to load unsupported GLOBAL {full_path} whose module {module} is blocked.")
-                if full_path in allowed:
-                    self.append(allowed[full_path])
-                elif full_path in user_allowed:
-                    self.append(user_allowed[full_path])
-                else:
-                    from .serialization import _torch_only_error
-                    err = _torch_only_error(full_path)
-                    if err is not None:
-                        raise err
-                    raise UnpicklingError(unsupported_global_message(full_path))
-            elif key == NEWOBJ:
-                args = self.stack.pop()
-                cls = self.stack.pop()
-                if cls is Parameter:
-                    self.append(Parameter(*args))
-                elif id(cls) in allowed_ids and isinstance(cls, type):
-                    self.append(cls.__new__(cls, *args))
-                else:
-                    raise UnpicklingError("Can only create new object for nn.Parameter or classes allowlisted "
-                                          f"via `add_safe_globals` but got {cls}")
-            elif key == REDUCE:
-                args = self.stack.pop()
-                func = self.stack[-1]
-                if id(func) not in allowed_ids:
-                    error_msg = f"Trying to call reduce for unrecognized function {func}"
-                    if hasattr(func, "__self__"):
-                        error_msg += f" which belongs to {func.__self__}"
-                    raise UnpicklingError(error_msg)
-                if type(args) is not tuple:
-                    raise UnpicklingError(f"REDUCE needs a tuple of arguments, got {type(args).__name__}")
-                result = func(*args)
-                if type(result) is tuple:
-                    result = tuple_of(result)
-                elif isinstance(result, tuple):
-                    tuple_of(result)  # a tuple subclass (Size): check the depth of what it holds
-                self.stack[-1] = result
-            elif key == BUILD:
-                state = self.stack.pop()
-                inst = self.stack[-1]
-                if type(inst) is Tensor or type(inst) is Parameter:
-                    _set_tensor_state(inst, state)
-                elif type(inst) is OrderedDict:
-                    inst.__dict__.update(state)
-                elif id(type(inst)) in allowed_ids:
-                    if hasattr(inst, "__setstate__"):
-                        inst.__setstate__(state)
+        def pop_mark() -> list:
+            nonlocal stack, append
+            items = stack
+            stack = metastack.pop()
+            append = stack.append
+            return items
+
+        def readline(at: int) -> tuple[bytes, int]:
+            end = data.find(b"\n", at)
+            if end < 0:
+                raise UnpicklingError(f"pickle data was truncated: no end of line after byte {at}")
+            return data[at:end], end + 1
+
+        pos = start = 0
+        op = None
+        try:
+            while True:
+                start = pos
+                if pos >= n:
+                    raise UnpicklingError(f"pickle data was truncated: it ends at byte {n} without a STOP opcode")
+                op = data[pos]
+                pos += 1
+                if op == _BINPUT:
+                    if pos >= n:
+                        raise truncated(pos, 1)
+                    memo[data[pos]] = stack[-1]
+                    pos += 1
+                elif op == _BINGET:
+                    if pos >= n:
+                        raise truncated(pos, 1)
+                    append(memo[data[pos]])
+                    pos += 1
+                elif op == _BININT1:
+                    if pos >= n:
+                        raise truncated(pos, 1)
+                    append(data[pos])
+                    pos += 1
+                elif op == _MARK:
+                    metastack.append(stack)
+                    stack = []
+                    append = stack.append
+                elif op == _TUPLE:
+                    items = pop_mark()
+                    append(tuple_of(items))
+                elif op == _BINUNICODE:
+                    if pos + 4 > n:
+                        raise truncated(pos, 4)
+                    strlen = int.from_bytes(data[pos:pos + 4], "little")
+                    pos += 4
+                    if pos + strlen > n:
+                        raise truncated(pos, strlen)
+                    append(str(data[pos:pos + strlen], "utf-8", "surrogatepass"))
+                    pos += strlen
+                elif op == _REDUCE:
+                    args = stack.pop()
+                    func = stack[-1]
+                    if id(func) not in allowed_ids:
+                        error_msg = f"Trying to call reduce for unrecognized function {func}"
+                        if hasattr(func, "__self__"):
+                            error_msg += f" which belongs to {func.__self__}"
+                        raise UnpicklingError(error_msg)
+                    if type(args) is not tuple:
+                        raise UnpicklingError(f"REDUCE needs a tuple of arguments, got {type(args).__name__}")
+                    result = func(*args)
+                    if type(result) is tuple:
+                        result = tuple_of(result)
+                    elif isinstance(result, tuple):
+                        tuple_of(result)  # a tuple subclass (Size): check the depth of what it holds
+                    stack[-1] = result
+                elif op == _EMPTY_TUPLE:
+                    append(())
+                elif op == _TUPLE1:
+                    stack[-1] = tuple_of(stack[-1:])
+                elif op == _TUPLE2:
+                    if len(stack) < 2:
+                        raise IndexError("stack underflow")
+                    stack[-2:] = [tuple_of(stack[-2:])]
+                elif op == _TUPLE3:
+                    if len(stack) < 3:
+                        raise IndexError("stack underflow")
+                    stack[-3:] = [tuple_of(stack[-3:])]
+                elif op == _NEWFALSE:
+                    append(False)
+                elif op == _NEWTRUE:
+                    append(True)
+                elif op == _BINPERSID:
+                    pid = stack.pop()
+                    # Only allow persistent load of storage
+                    if type(pid) is not tuple and type(pid) is not int:
+                        raise UnpicklingError(f"persistent_load id must be tuple or int, but got {type(pid)}")
+                    if type(pid) is tuple and len(pid) > 0 and _maybe_decode_ascii(pid[0]) != "storage":
+                        raise UnpicklingError(f"Only persistent_load of storage is allowed, but got {type(pid[0])}")
+                    try:
+                        storage = self.persistent_load(pid)
+                    except Exception as e:  # the caller's errors are the caller's: not "malformed data"
+                        raise _Passthrough(e) from None
+                    append(storage)
+                elif op == _GLOBAL:
+                    raw_module, pos = readline(pos)
+                    raw_name, pos = readline(pos)
+                    module, name = _map_global(raw_module.decode("utf-8"), raw_name.decode("utf-8"))
+                    full_path = f"{module}.{name}"
+                    if module in _blocklisted_modules:
+                        raise UnpicklingError(
+                            f"Trying to load unsupported GLOBAL {full_path} whose module {module} is blocked.")
+                    if full_path in allowed:
+                        append(allowed[full_path])
+                    elif full_path in user_allowed:
+                        append(user_allowed[full_path])
                     else:
-                        # mimics load_build in pickle
-                        slotstate = None
-                        if isinstance(state, tuple) and len(state) == 2:
-                            state, slotstate = state
-                        if state:
-                            inst.__dict__.update(state)
-                        if slotstate:
-                            for k, v in slotstate.items():
-                                setattr(inst, k, v)
+                        from .serialization import _torch_only_error
+                        err = _torch_only_error(full_path)
+                        if err is not None:
+                            raise err
+                        raise UnpicklingError(unsupported_global_message(full_path))
+                elif op == _SETITEMS:
+                    items = pop_mark()
+                    _check_set_item_target(stack, "SETITEMS")
+                    if len(items) % 2:
+                        raise UnpicklingError("SETITEMS needs key/value pairs, got an odd number of items")
+                    target = stack[-1]
+                    for i in range(0, len(items), 2):
+                        target[items[i]] = items[i + 1]
+                elif op == _SETITEM:
+                    (v, k) = (stack.pop(), stack.pop())
+                    _check_set_item_target(stack, "SETITEM")
+                    stack[-1][k] = v
+                elif op == _EMPTY_DICT:
+                    append({})
+                elif op == _EMPTY_LIST:
+                    append([])
+                elif op == _APPENDS:
+                    items = pop_mark()
+                    list_obj = stack[-1]
+                    if type(list_obj) is not list:
+                        raise UnpicklingError(f"Can only extend lists, but got {type(list_obj)}")
+                    list_obj.extend(items)
+                elif op == _APPEND:
+                    item = stack.pop()
+                    list_obj = stack[-1]
+                    if type(list_obj) is not list:
+                        raise UnpicklingError(f"Can only append to lists, but got {type(list_obj)}")
+                    list_obj.append(item)
+                elif op == _BUILD:
+                    state = stack.pop()
+                    inst = stack[-1]
+                    if type(inst) is Tensor or type(inst) is Parameter:
+                        _set_tensor_state(inst, state)
+                    elif type(inst) is OrderedDict:
+                        inst.__dict__.update(state)
+                    elif id(type(inst)) in allowed_ids:
+                        if hasattr(inst, "__setstate__"):
+                            inst.__setstate__(state)
+                        else:
+                            # mimics load_build in pickle
+                            slotstate = None
+                            if isinstance(state, tuple) and len(state) == 2:
+                                state, slotstate = state
+                            if state:
+                                inst.__dict__.update(state)
+                            if slotstate:
+                                for k, v in slotstate.items():
+                                    setattr(inst, k, v)
+                    else:
+                        raise UnpicklingError("Can only build Tensor, Parameter, OrderedDict or types allowlisted "
+                                              f"via `add_safe_globals`, but got {type(inst)}")
+                elif op == _NEWOBJ:
+                    args = stack.pop()
+                    cls = stack.pop()
+                    if cls is Parameter:
+                        append(Parameter(*args))
+                    elif id(cls) in allowed_ids and isinstance(cls, type):
+                        append(cls.__new__(cls, *args))
+                    else:
+                        raise UnpicklingError("Can only create new object for nn.Parameter or classes allowlisted "
+                                              f"via `add_safe_globals` but got {cls}")
+                elif op == _NONE:
+                    append(None)
+                elif op == _EMPTY_SET:
+                    append(set())
+                elif op == _BININT:
+                    if pos + 4 > n:
+                        raise truncated(pos, 4)
+                    append(int.from_bytes(data[pos:pos + 4], "little", signed=True))
+                    pos += 4
+                elif op == _BININT2:
+                    if pos + 2 > n:
+                        raise truncated(pos, 2)
+                    append(int.from_bytes(data[pos:pos + 2], "little"))
+                    pos += 2
+                elif op == _LONG1:
+                    if pos >= n:
+                        raise truncated(pos, 1)
+                    k = data[pos]
+                    pos += 1
+                    if pos + k > n:
+                        raise truncated(pos, k)
+                    append(decode_long(data[pos:pos + k]))
+                    pos += k
+                elif op == _BINFLOAT:
+                    if pos + 8 > n:
+                        raise truncated(pos, 8)
+                    append(struct.unpack(">d", data[pos:pos + 8])[0])
+                    pos += 8
+                elif op == _SHORT_BINSTRING:
+                    if pos >= n:
+                        raise truncated(pos, 1)
+                    k = data[pos]
+                    pos += 1
+                    if pos + k > n:
+                        raise truncated(pos, k)
+                    strdata = data[pos:pos + k]
+                    pos += k
+                    if self.encoding != "bytes":
+                        strdata = strdata.decode(self.encoding, "strict")
+                    append(strdata)
+                elif op == _LONG_BINGET:
+                    if pos + 4 > n:
+                        raise truncated(pos, 4)
+                    append(memo[int.from_bytes(data[pos:pos + 4], "little")])
+                    pos += 4
+                elif op == _LONG_BINPUT:
+                    if pos + 4 > n:
+                        raise truncated(pos, 4)
+                    memo[int.from_bytes(data[pos:pos + 4], "little")] = stack[-1]
+                    pos += 4
+                # First and last deserializer ops
+                elif op == _PROTO:
+                    if pos >= n:
+                        raise truncated(pos, 1)
+                    self.proto = data[pos]
+                    pos += 1
+                    if self.proto != 2:
+                        warnings.warn(
+                            f"Detected pickle protocol {self.proto} in the checkpoint, which was "
+                            "not the default pickle protocol used by `course_lib.load` (2). The weights_only "
+                            "Unpickler might not support all instructions implemented by this protocol.",
+                            stacklevel=3)
+                elif op == _STOP:
+                    return stack.pop()
                 else:
-                    raise UnpicklingError("Can only build Tensor, Parameter, OrderedDict or types allowlisted "
-                                          f"via `add_safe_globals`, but got {type(inst)}")
-            # Stack manipulation
-            elif key == APPEND:
-                item = self.stack.pop()
-                list_obj = self.stack[-1]
-                if type(list_obj) is not list:
-                    raise UnpicklingError(f"Can only append to lists, but got {type(list_obj)}")
-                list_obj.append(item)
-            elif key == APPENDS:
-                items = self.pop_mark()
-                list_obj = self.stack[-1]
-                if type(list_obj) is not list:
-                    raise UnpicklingError(f"Can only extend lists, but got {type(list_obj)}")
-                list_obj.extend(items)
-            elif key == SETITEM:
-                (v, k) = (self.stack.pop(), self.stack.pop())
-                self._check_set_item_target("SETITEM")
-                self.stack[-1][k] = v
-            elif key == SETITEMS:
-                items = self.pop_mark()
-                self._check_set_item_target("SETITEMS")
-                if len(items) % 2:
-                    raise UnpicklingError("SETITEMS needs key/value pairs, got an odd number of items")
-                target = self.stack[-1]
-                for i in range(0, len(items), 2):
-                    target[items[i]] = items[i + 1]
-            elif key == MARK:
-                self.metastack.append(self.stack)
-                self.stack = []
-                self.append = self.stack.append
-            elif key == TUPLE:
-                items = self.pop_mark()
-                self.append(tuple_of(items))
-            elif key == TUPLE1:
-                self.stack[-1] = tuple_of(self.stack[-1:])
-            elif key == TUPLE2:
-                if len(self.stack) < 2:
-                    raise IndexError("stack underflow")
-                self.stack[-2:] = [tuple_of(self.stack[-2:])]
-            elif key == TUPLE3:
-                if len(self.stack) < 3:
-                    raise IndexError("stack underflow")
-                self.stack[-3:] = [tuple_of(self.stack[-3:])]
-            # Basic types construction
-            elif key == NONE:
-                self.append(None)
-            elif key == NEWFALSE:
-                self.append(False)
-            elif key == NEWTRUE:
-                self.append(True)
-            elif key == EMPTY_TUPLE:
-                self.append(())
-            elif key == EMPTY_LIST:
-                self.append([])
-            elif key == EMPTY_DICT:
-                self.append({})
-            elif key == EMPTY_SET:
-                self.append(set())
-            elif key == BININT:
-                self.append(struct.unpack("<i", read(4))[0])
-            elif key == BININT1:
-                self.append(read(1)[0])
-            elif key == BININT2:
-                self.append(struct.unpack("<H", read(2))[0])
-            elif key == BINFLOAT:
-                self.append(struct.unpack(">d", read(8))[0])
-            elif key == BINUNICODE:
-                strlen = struct.unpack("<I", read(4))[0]
-                self.append(str(read(strlen), "utf-8", "surrogatepass"))
-            elif key == SHORT_BINSTRING:
-                strdata = read(read(1)[0])
-                if self.encoding != "bytes":
-                    strdata = strdata.decode(self.encoding, "strict")
-                self.append(strdata)
-            elif key == BINPERSID:
-                pid = self.stack.pop()
-                # Only allow persistent load of storage
-                if type(pid) is not tuple and type(pid) is not int:
-                    raise UnpicklingError(f"persistent_load id must be tuple or int, but got {type(pid)}")
-                if type(pid) is tuple and len(pid) > 0 and _maybe_decode_ascii(pid[0]) != "storage":
-                    raise UnpicklingError(f"Only persistent_load of storage is allowed, but got {type(pid[0])}")
-                try:
-                    storage = self.persistent_load(pid)
-                except Exception as e:  # the caller's errors are the caller's: not "malformed data"
-                    raise _Passthrough(e) from None
-                self.append(storage)
-            elif key == BINGET or key == LONG_BINGET:
-                idx = (read(1) if key == BINGET else struct.unpack("<I", read(4)))[0]
-                self.append(self.memo[idx])
-            elif key == BINPUT or key == LONG_BINPUT:
-                i = (read(1) if key == BINPUT else struct.unpack("<I", read(4)))[0]
-                self.memo[i] = self.stack[-1]
-            elif key == LONG1:
-                n = read(1)[0]
-                self.append(decode_long(read(n)))
-            # First and last deserializer ops
-            elif key == PROTO:
-                self.proto = read(1)[0]
-                if self.proto != 2:
-                    warnings.warn(
-                        f"Detected pickle protocol {self.proto} in the checkpoint, which was "
-                        "not the default pickle protocol used by `course_lib.load` (2). The weights_only "
-                        "Unpickler might not support all instructions implemented by this protocol.",
-                        stacklevel=3)
-            elif key == STOP:
-                return self.stack.pop()
-            else:
-                raise UnpicklingError(f"Unsupported operand {key[0]}")
+                    raise UnpicklingError(f"Unsupported operand {op}")
+        except BaseException:
+            self._op_pos, self._op = start, op  # where it went wrong, for the error message
+            raise
 
-    # Return a list of items pushed in the stack after last MARK instruction.
-    def pop_mark(self) -> list:
-        items = self.stack
-        self.stack = self.metastack.pop()
-        self.append = self.stack.append
-        return items
 
-    def _check_set_item_target(self, opcode: str) -> None:
-        if type(self.stack[-1]) not in (dict, OrderedDict, Counter):
-            raise UnpicklingError(f"Can only {opcode} for dict, collections.OrderedDict, "
-                                  f"collections.Counter, but got {type(self.stack[-1])}")
+def _check_set_item_target(stack: list, opcode: str) -> None:
+    if type(stack[-1]) not in (dict, OrderedDict, Counter):
+        raise UnpicklingError(f"Can only {opcode} for dict, collections.OrderedDict, "
+                              f"collections.Counter, but got {type(stack[-1])}")
+
+
+def _map_global(module: str, name: str) -> tuple[str, str]:
+    # torch.save uses protocol 2, which writes Python 2 module names (__builtin__)
+    if (module, name) in NAME_MAPPING:
+        return NAME_MAPPING[(module, name)]
+    if module in IMPORT_MAPPING:
+        return IMPORT_MAPPING[module], name
+    return module, name
 
 
 class _Passthrough(Exception):
