@@ -762,11 +762,14 @@ class _ArchiveReader:
         except Exception as e:  # noqa: BLE001 - BadZipFile (bad CRC), EOFError, zlib.error, ...
             raise self._damaged(name, f"cannot be read ({type(e).__name__}: {e})") from None
 
-    def data_offset(self, name: str) -> int:
-        """Where the record's bytes start in the file (from its local header)."""
+    def data_offset(self, name: str, mapped=None) -> int:
+        """Where the record's bytes start in the file (from its local header; read from ``mapped``, if given)."""
         info = self._info(name)
-        self._f.seek(info.header_offset)
-        header = self._f.read(30)
+        if mapped is not None:
+            header = mapped[info.header_offset:info.header_offset + 30]
+        else:
+            self._f.seek(info.header_offset)
+            header = self._f.read(30)
         if len(header) != 30 or header[:4] != b"PK\x03\x04":
             raise self._damaged(name, f"has no valid zip header at byte {info.header_offset}")
         name_len, extra_len = struct.unpack("<HH", header[26:30])
@@ -818,15 +821,15 @@ class _ArchiveReader:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="course_lib-crc32")
         self._pending.append((name, info.CRC, self._pool.submit(zlib.crc32, view)))
 
-    def stored_offset(self, name: str) -> int:
-        """For mmap: the record's offset, which must be stored uncompressed."""
+    def stored_offset(self, name: str, mapped) -> int:
+        """For mmap: the record's offset in ``mapped``; the record must be stored uncompressed."""
         info = self._info(name)
         if info.compress_type != zipfile.ZIP_STORED:
             raise RuntimeError(
                 f"{self.source}: mmap=True maps storages straight from the file, so they must be stored "
                 f"uncompressed (ZIP_STORED), but record '{self.prefix}/{name}' is compressed (method "
                 f"{info.compress_type}). Load it without mmap, or save it again with course_lib.save/torch.save.")
-        return self.data_offset(name)
+        return self.data_offset(name, mapped)
 
 
 # =============================================================================================
@@ -957,7 +960,7 @@ class _Loader:
 
     def read_storage(self, dtype: D.dtype, numel: int, name: str) -> Storage:
         if self.mm is not None:
-            offset = self.reader.stored_offset(name)
+            offset = self.reader.stored_offset(name, self.mm)
             if numel == 0:
                 return Storage(np.empty(0, dtype.np), dtype)
             arr = np.frombuffer(self.mm, dtype=dtype.np, count=numel, offset=offset)
