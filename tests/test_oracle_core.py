@@ -529,6 +529,61 @@ def _lines(block: str) -> list[str]:
     return [ln.strip() for ln in block.strip().splitlines() if ln.strip() and not ln.strip().startswith("#")]
 
 
+# Python numbers meeting integer and half tensors: arithmetic wraps, Scalar arguments are checked
+SCALARS = """
+M.tensor([4,2,-2],dtype=M.int8)**1000
+M.tensor([4,2,-2],dtype=M.int8)**100
+M.tensor([4,2],dtype=M.uint8)**256
+M.tensor(5,dtype=M.uint8).clamp(-1)
+M.tensor([5,0],dtype=M.uint8).clamp(max=-1)
+M.tensor([5,0],dtype=M.uint8).clamp(300)
+M.tensor([5,0],dtype=M.int8).clamp(-200, 1000)
+M.tensor([5,0],dtype=M.uint8) < 300
+M.tensor([5,0],dtype=M.uint8) + 300
+M.tensor([5,0],dtype=M.uint8) == 261
+M.tensor([5,0],dtype=M.int8) * 1000
+M.tensor([5,0],dtype=M.int8) % 1000
+M.tensor([5,0],dtype=M.int8) // 1000
+M.where(M.tensor([True,False]), M.tensor([5,0],dtype=M.int8), 1000)
+M.tensor([5,0],dtype=M.int8).masked_fill(M.tensor([True,False]), 1000)
+M.tensor([5,0],dtype=M.int8).fill_(1000)
+M.tensor([5,0],dtype=M.int8).add(1, alpha=1000)
+M.tensor([5,0],dtype=M.int8).maximum(M.tensor(1000))
+M.tensor([5,0],dtype=M.int8).remainder(-1000)
+M.zeros(2,dtype=M.int16).fill_(40000)
+M.zeros(2,dtype=M.int32).fill_(2**31)
+M.zeros(2,dtype=M.int64).fill_(2**63)
+M.zeros(2,dtype=M.float16).fill_(1e6)
+M.zeros(2,dtype=M.float32).fill_(1e300)
+M.zeros(2,dtype=M.float64).fill_(1e300)
+M.zeros(2,dtype=M.bool).fill_(5)
+M.zeros(2,dtype=M.uint8).fill_(-1)
+M.zeros(2,dtype=M.uint8).fill_(-256)
+M.zeros(2,dtype=M.int8).fill_(127.9)
+M.zeros(2,dtype=M.int8).fill_(float('inf'))
+M.zeros(2,dtype=M.float16).fill_(float('inf'))
+M.zeros(2,dtype=M.int8).clamp(0.5)
+M.zeros(2,dtype=M.int8).clamp(200.5)
+M.tensor([2,3],dtype=M.int8) ** 127
+M.tensor([2,3],dtype=M.int8) ** 128
+M.tensor([2,3],dtype=M.uint8) ** -1
+M.tensor([2,3],dtype=M.int8).add(M.tensor([1,1],dtype=M.int8), alpha=200)
+M.tensor([2,3],dtype=M.int8).sub(1, alpha=200)
+M.tensor([2.,3.],dtype=M.float16).add(1, alpha=1e6)
+M.tensor([2.,3.],dtype=M.float16) + 1e6
+M.where(M.tensor([True,False]), M.tensor([5,0],dtype=M.uint8), -1)
+M.where(M.tensor([True,False]), 1000, M.tensor([5,0],dtype=M.int8))
+M.tensor([5,0],dtype=M.int8).masked_fill(M.tensor([True,False]), -129)
+M.tensor([5,0],dtype=M.bool).masked_fill(M.tensor([True,False]), 2)
+M.tensor([5,0],dtype=M.bool).fill_(0.5)
+"""
+
+
+@pytest.mark.parametrize("expr", _lines(SCALARS))
+def test_scalar_conversions_match_torch(torch, expr):
+    check(torch, expr)
+
+
 @pytest.mark.parametrize("expr", _lines(ERRORS))
 def test_errors_match_torch(torch, expr):
     check(torch, expr)

@@ -6,6 +6,8 @@ In PyTorch: ``aten/src/ATen/ExpandUtils.h`` (broadcasting),
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _dtype as D
@@ -193,6 +195,39 @@ def wrap_dims(dims, ndim: int) -> tuple:
 def to_np_scalar(value, dtype: D.dtype):
     """A Python scalar as a numpy 0-d array of ``dtype`` (integers wrap around like C)."""
     return np.asarray(value).astype(dtype.np)
+
+
+_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "int64_t", "int32": "int",
+            "int16": "int16_t", "int8": "int8_t", "uint8": "uint8_t", "bool": "bool"}
+
+
+def checked_scalar(value, dtype: D.dtype):
+    """A Python number converted to ``dtype`` the way PyTorch converts a ``Scalar`` argument
+    (``c10::checked_convert``): an error if it overflows the dtype, except that negative
+    numbers may wrap into unsigned types (-1 -> 255) and infinities fit floating types.
+
+    Used by fill_, masked_fill, where, clamp, pow's exponent and ``alpha``; arithmetic
+    with a Python number wraps instead (``int8 + 1000``), as in PyTorch.
+    """
+    if isinstance(value, np.generic):
+        value = value.item()
+    if dtype is D.bool_ or value is True or value is False:
+        return np.asarray(value).astype(dtype.np)
+    if dtype.category == D._FLOAT:
+        if dtype is not D.float64 and isinstance(value, (int, float)) and math.isfinite(value) \
+                and abs(value) > float(np.finfo(dtype.np).max):
+            raise RuntimeError(f"value cannot be converted to type {_C_NAMES[dtype.name]} without overflow")
+        return np.asarray(value, dtype=np.float64).astype(dtype.np)
+    info = np.iinfo(dtype.np)
+    if isinstance(value, float) and not math.isfinite(value):
+        bad = True
+    elif info.min == 0:
+        bad = value > info.max or (value < 0 and -value > info.max)
+    else:
+        bad = value < info.min or value > info.max
+    if bad:
+        raise RuntimeError(f"value cannot be converted to type {_C_NAMES[dtype.name]} without overflow")
+    return np.asarray(int(value)).astype(dtype.np)
 
 
 def type_name(t) -> str:

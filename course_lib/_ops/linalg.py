@@ -175,7 +175,10 @@ def matmul(self, other):
     if d1 >= 3 and d2 <= 2:
         # fold batch dims into the rows of one matrix
         batch = self._shape[:-1]
-        folded = _dispatch("reshape", self, (-1, self._shape[-1]))
+        rows = 1
+        for s in batch:
+            rows *= s
+        folded = _dispatch("reshape", self, (rows, self._shape[-1]))
         if d2 == 1:
             return _dispatch("_unsafe_view", _dispatch("mv", folded, other), batch)
         return _dispatch("_unsafe_view", _dispatch("mm", folded, other), batch + (other._shape[-1],))

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as D
-from .common import (binary_result_type, broadcast_shapes, broadcast_two, empty_meta, result_type,
-                     to_np_scalar, wrap)
+from .common import (binary_result_type, broadcast_shapes, broadcast_two, checked_scalar, empty_meta,
+                     result_type, to_np_scalar, wrap)
 from .registry import register
 
 _T = None  # Tensor, filled in by _install()
@@ -46,6 +46,8 @@ def _operand(x, dt: D.dtype):
             # A Python int that does not fit the dtype wraps around like C, as in PyTorch
             # (uint8 tensor > -1 compares with 255).
             return to_np_scalar(x, dt)
+    elif type(x) is float and dt is D.float16 and (x > 65504.0 or x < -65504.0):
+        return np.float16(np.inf if x > 0 else -np.inf)  # rounds to infinity, without numpy's warning
     return x
 
 
@@ -108,6 +110,7 @@ def _unary_meta(float_out=False, out_dtype=None):
 def _check_alpha(dt, alpha):
     if alpha != 1 and dt.category != D._FLOAT and isinstance(alpha, float):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    checked_scalar(alpha, dt)
 
 
 @register("add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", meta=_binary_meta(),
@@ -264,6 +267,8 @@ def pow(self, exponent):  # noqa: A001
             _not_for_bool("pow", self, exponent)
         if not _is_t(exponent) and exponent < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
+        if not _is_t(exponent):
+            exponent = checked_scalar(exponent, dt)
         if _is_t(exponent):
             return wrap(_int_pow(_operand(self, dt), _operand(exponent, dt)), dt)
     if not _is_t(self):
@@ -545,8 +550,8 @@ def clamp(self, min=None, max=None):  # noqa: A002
     if _is_t(min) or _is_t(max):
         broadcast_shapes(self._shape, *[x._shape for x in (min, max) if _is_t(x)])
     a = _operand(self, dt)
-    lo = _operand(min, dt) if min is not None else None
-    hi = _operand(max, dt) if max is not None else None
+    lo = (_operand(min, dt) if _is_t(min) else checked_scalar(min, dt)) if min is not None else None
+    hi = (_operand(max, dt) if _is_t(max) else checked_scalar(max, dt)) if max is not None else None
     if lo is not None:
         a = np.maximum(a, lo)
     if hi is not None:
@@ -576,7 +581,9 @@ def where(condition, self, other):
                            f"{condition.dtype._tensor_name}")
     dt = result_type(self, other)
     broadcast_shapes(condition._shape, _shape_of(self), _shape_of(other))
-    return wrap(np.where(condition._np(), _operand(self, dt), _operand(other, dt)), dt)
+    a = _operand(self, dt) if _is_t(self) else checked_scalar(self, dt)
+    b = _operand(other, dt) if _is_t(other) else checked_scalar(other, dt)
+    return wrap(np.where(condition._np(), a, b), dt)
 
 
 def _lerp_meta(self, end, weight):

@@ -13,8 +13,8 @@ import warnings
 import numpy as np
 
 from .. import _dtype as D
-from .common import (broadcast_shapes, broadcast_two, contiguous_strides, empty_meta, result_type, wrap, wrap_dim,
-                     wrap_dims)
+from .common import (broadcast_shapes, broadcast_two, checked_scalar, contiguous_strides, empty_meta, result_type,
+                     wrap, wrap_dim, wrap_dims)
 from .registry import OPS, OpDef, register
 
 _T = None
@@ -214,7 +214,9 @@ def fill_(self, value):
         if value._shape:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{len(value._shape)} dimensions.")
-        value = value.item()
+        value = np.asarray(value._np()).astype(self.dtype.np)
+    else:
+        value = checked_scalar(value, self.dtype)
     self._np()[...] = value
     self._vc.value += 1
     return self
@@ -252,8 +254,10 @@ def masked_fill(self, mask, value):
     """A copy with ``value`` where ``mask`` is True."""
     _check_masked_fill(self, mask, value)
     if isinstance(value, _T):
-        value = value.item()
-    return wrap(np.where(mask._np(), np.asarray(value).astype(self.dtype.np), self._np()), self.dtype)
+        value = np.asarray(value._np()).astype(self.dtype.np)
+    else:
+        value = checked_scalar(value, self.dtype)
+    return wrap(np.where(mask._np(), value, self._np()), self.dtype)
 
 
 # ---------------------------------------------------------------------------
@@ -376,8 +380,20 @@ _FULL = _b.slice(None)
 
 
 def _index_meta(self, indices):
-    dummy = np.broadcast_to(np.zeros((), self.dtype.np), self._shape)
-    return empty_meta(dummy[_index_arrays(self, indices)].shape, self.dtype)
+    """The shape of ``self[indices]`` from shapes alone; bool masks make it depend on the values."""
+    items = []
+    for idx in indices:
+        if idx is None:
+            items.append(_FULL)
+        elif idx.dtype is D.bool_ or idx.dtype is D.uint8:
+            if idx._storage.data is None:
+                raise NotImplementedError("index with a boolean mask on the meta device: the output shape "
+                                          "depends on the mask's values")
+            items.append(idx._np().astype(bool))
+        else:
+            items.append(np.zeros(idx._shape, np.intp))
+    dummy = np.broadcast_to(np.zeros((), np.int8), self._shape)
+    return empty_meta(dummy[tuple(items)].shape, self.dtype)
 
 
 @register("index(Tensor self, Tensor?[] indices) -> Tensor", variants=(), meta=_index_meta)
