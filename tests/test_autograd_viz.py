@@ -91,3 +91,45 @@ def test_to_dot():
     assert 'label="AccumulateGrad\\nx1 ()"' in src
     assert src.count("->") == 7
     assert src == to_dot(z, params={"x1": x1})
+
+
+def test_execution_order_matches_the_engine():
+    from course_lib.viz.graph import execution_order
+    x = cl.tensor(2.0, requires_grad=True)
+    a = x * 3
+    out = a.sin() + a.exp() + a * a
+    order = execution_order(out)
+    ran = []
+    for node in order:
+        node.register_prehook(lambda grads, node=node: ran.append(node))
+    out.backward()
+    assert ran == order
+    # every node comes after all the nodes that send it gradient
+    pos = {n: i for i, n in enumerate(order)}
+    for n in order:
+        for nxt, _ in n.next_functions:
+            if nxt is not None:
+                assert pos[nxt] > pos[n]
+    assert order[0] is out.grad_fn and type(order[-1]).__name__ == "AccumulateGrad"
+
+
+def test_draw_graph_order_and_done():
+    x1, x2, z = seed()
+    ax = draw_graph(z, show_order=True, done=3)
+    texts = [t.get_text() for t in ax.texts]
+    assert any(t.startswith("1. MulBackward0") for t in texts)
+    colours = sorted({tuple(round(c, 3) for c in p.get_facecolor()) for p in ax.patches})
+    assert len(colours) >= 3  # done, op and leaf colours
+    plt.close(ax.figure)
+
+
+def test_backward_stepper_builds_a_widget():
+    pytest = __import__("pytest")
+    pytest.importorskip("ipywidgets")
+    from course_lib.viz.graph import backward_stepper
+    x1, x2, z = seed()
+    w = backward_stepper(z)
+    slider = w.children[0]
+    assert slider.max == 6
+    slider.value = 2
+    plt.close("all")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["draw_graph", "to_dot", "graph_layout", "GraphNode"]
+__all__ = ["draw_graph", "to_dot", "graph_layout", "GraphNode", "execution_order", "backward_stepper"]
 
 
 @dataclass
@@ -130,17 +130,59 @@ def graph_layout(tensor, params: dict | None = None, show_saved: bool = True):
 
 
 _COLOURS = {"output": "#c7e9c0", "op": "#f0f0f0", "leaf": "#c6dbef"}
+_DONE = "#fdd0a2"
 
 
-def draw_graph(tensor, ax=None, params: dict | None = None, show_saved: bool = True, title: str | None = None):
+def execution_order(tensor) -> list:
+    """The nodes in the order ``tensor.backward()`` runs them, without running anything.
+
+    Same rule as the engine (``course_lib/autograd/engine.py``): a node is ready when every
+    edge into it has delivered its gradient; among ready nodes the most recently created
+    (highest sequence number) runs first.
+    """
+    import heapq
+    root = tensor.grad_fn
+    if root is None:
+        return []
+    deps, seen, stack = {}, {root}, [root]
+    while stack:
+        n = stack.pop()
+        for nxt, _ in n.next_functions:
+            if nxt is None:
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    ready = [(-root._sequence_nr, id(root), root)]
+    order = []
+    while ready:
+        n = heapq.heappop(ready)[2]
+        order.append(n)
+        for nxt, _ in n.next_functions:
+            if nxt is None:
+                continue
+            deps[nxt] -= 1
+            if deps[nxt] == 0:
+                heapq.heappush(ready, (-nxt._sequence_nr, id(nxt), nxt))
+    return order
+
+
+def draw_graph(tensor, ax=None, params: dict | None = None, show_saved: bool = True, title: str | None = None,
+               show_order: bool = False, done: int | None = None):
     """Draw ``tensor``'s backward graph with matplotlib; returns the Axes.
 
     ``params`` maps names to leaf tensors (``dict(model.named_parameters())``) to label them.
+    ``show_order`` numbers the nodes in the order backward runs them (``execution_order``);
+    ``done=k`` colours the first ``k`` of them as already run.
     """
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyBboxPatch
 
     nodes, edges = graph_layout(tensor, params, show_saved)
+    step = {}
+    if show_order or done is not None:
+        step = {id(n): k + 1 for k, n in enumerate(execution_order(tensor))}
     n_layers = max(nd.layer for nd in nodes) + 1
     width = max(sum(1 for nd in nodes if nd.layer == k) for k in range(n_layers))
     if ax is None:
@@ -151,12 +193,15 @@ def draw_graph(tensor, ax=None, params: dict | None = None, show_saved: bool = T
     for nd in nodes:
         x, y = nd.x * 2.6, -nd.layer * 1.25
         xs[nd.key], ys[nd.key] = x, y
-        text = "\n".join([nd.title] + nd.lines)
+        k = step.get(id(nd.node)) if nd.node is not None else None
+        label = f"{k}. {nd.title}" if (show_order and k is not None) else nd.title
+        text = "\n".join([label] + nd.lines)
         h = 0.32 + 0.16 * len(nd.lines)
         box_h[nd.key] = h
-        w = 0.11 * max(len(s) for s in [nd.title] + nd.lines) + 0.3
+        w = 0.11 * max(len(s) for s in [label] + nd.lines) + 0.3
+        colour = _DONE if (done is not None and k is not None and k <= done) else _COLOURS[nd.kind]
         ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.05",
-                                    facecolor=_COLOURS[nd.kind], edgecolor="#555555", linewidth=0.8))
+                                    facecolor=colour, edgecolor="#555555", linewidth=0.8))
         ax.text(x, y, text, ha="center", va="center", fontsize=8, family="monospace")
     for a, b in edges:
         ax.annotate("", xy=(xs[b], ys[b] - box_h[b] / 2 - 0.04), xytext=(xs[a], ys[a] + box_h[a] / 2 + 0.04),
@@ -187,3 +232,29 @@ def to_dot(tensor, params: dict | None = None, show_saved: bool = True) -> str:
         lines.append(f"  n{a} -> n{b};")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def backward_stepper(tensor, params: dict | None = None):
+    """A slider that steps through ``backward()``: nodes already run are coloured.
+
+    Draws a static figure (every node numbered in execution order) first, so the
+    notebook reads well without a live kernel, then returns the ipywidgets control.
+    """
+    import matplotlib.pyplot as plt
+    import ipywidgets as widgets
+
+    n = len(execution_order(tensor))
+    draw_graph(tensor, params=params, show_order=True, title="order in which backward() runs the nodes")
+    plt.show()
+    out = widgets.Output()
+    slider = widgets.IntSlider(value=0, min=0, max=n, description="steps run")
+
+    def redraw(change=None):
+        with out:
+            out.clear_output(wait=True)
+            draw_graph(tensor, params=params, show_order=True, done=slider.value,
+                       title=f"after {slider.value} of {n} steps")
+            plt.show()
+    slider.observe(redraw, names="value")
+    redraw()
+    return widgets.VBox([slider, out])

@@ -317,6 +317,18 @@ print("MulBackward0 of a ran", len(calls), "time(s), with gradient", calls)
 print("expected cos(6) + exp(6) + 12 =", math.cos(6) + math.exp(6) + 12)
 """, id="topo-demo"),
         md(r"""
+The numbers below are that order for the diamond (`course_lib.viz.graph.execution_order` simulates the
+engine without running it). `MulBackward0` of `a` is numbered after all three of its users. In Jupyter,
+`backward_stepper(out)` gives a slider that colours the nodes as backward runs them.
+""", id="topo-order-md"),
+        code(r"""
+from course_lib.viz.graph import backward_stepper
+
+draw_graph(out, params={"x": x}, show_order=True, show_saved=False,
+           title="the order backward() runs the nodes of the diamond")
+plt.show()
+""", id="topo-order-picture"),
+        md(r"""
 > **In PyTorch:** `torch/csrc/autograd/engine.cpp`. `compute_dependencies` does pass 1; the
 > `ReadyQueue` holds nodes whose count reached 0 (ordered so that the most recently created runs first);
 > `evaluate_function` runs a node and fills its inputs' `InputBuffer`s. course_lib's version,
