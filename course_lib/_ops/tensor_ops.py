@@ -143,7 +143,13 @@ def write_inplace(self, result) -> None:
 
 
 def make_inplace(op: OpDef) -> OpDef:
-    """Register ``op_`` (e.g. ``add_``): compute ``op`` out of place, then write into ``self``."""
+    """Register ``op_`` (e.g. ``add_``): compute ``op`` out of place, then write into ``self``.
+
+    Deliberate difference: PyTorch computes in place element by element, so on a tensor
+    whose elements overlap in memory in ways its checks let through (an ``as_strided``
+    view with overlapping windows) later elements may see earlier writes; here every
+    element is computed from the values before the op.
+    """
     schema = op.schema.replace(f"{op.name}(Tensor self", f"{op.inplace}(Tensor(a!) self", 1)
     schema = schema.rsplit("->", 1)[0] + "-> Tensor(a!)"
     out_kernel = op.cpu
