@@ -336,6 +336,9 @@ class Tensor:
         """A numpy array sharing memory with this tensor."""
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if self._storage.data is None:
+            raise TypeError("can't convert meta device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
+                            "to host memory first.")
         return self._np()
 
     def tolist(self):
@@ -353,9 +356,13 @@ class Tensor:
         return self._np().reshape(()).item()
 
     def __float__(self):
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return float(self.item())
 
     def __int__(self):
+        if self.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return int(self.item())
 
     def __index__(self):

@@ -98,7 +98,15 @@ def _rpow(self, other):
     return dispatch(OPS["pow"], (_scalar_tensor(other), self))
 
 
+def _matmul(self, other):
+    if not isinstance(other, _T):
+        return NotImplemented  # x @ 2: Python's TypeError, as in PyTorch
+    return dispatch(OPS["matmul"], (self, other))
+
+
 def _rmatmul(self, other):
+    if not isinstance(other, _T):
+        return NotImplemented
     return dispatch(OPS["matmul"], (other, self))
 
 
@@ -204,6 +212,11 @@ def repeat(self, *sizes):
     if len(sizes) < len(self._shape):
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
                            "tensor")
+    full = (1,) * (len(sizes) - len(self._shape)) + self._shape
+    target_shape = [r * s for r, s in zip(sizes, full)]
+    for s in target_shape:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {target_shape}")
     x = self
     pad = len(sizes) - len(self._shape)
     x = dispatch(OPS["view"], (x, (1,) * pad + self._shape)) if pad else x
@@ -225,7 +238,7 @@ def install(tensor_cls, namespace: dict) -> None:
     T = tensor_cls
     for dunder, name in (("__add__", "add"), ("__sub__", "sub"), ("__mul__", "mul"), ("__truediv__", "div"),
                          ("__floordiv__", "floor_divide"), ("__mod__", "remainder"), ("__pow__", "pow"),
-                         ("__matmul__", "matmul"), ("__and__", "bitwise_and"), ("__or__", "bitwise_or"),
+                         ("__and__", "bitwise_and"), ("__or__", "bitwise_or"),
                          ("__xor__", "bitwise_xor"), ("__eq__", "eq"), ("__ne__", "ne"), ("__lt__", "lt"),
                          ("__le__", "le"), ("__gt__", "gt"), ("__ge__", "ge")):
         setattr(T, dunder, _binary(name))
@@ -237,6 +250,7 @@ def install(tensor_cls, namespace: dict) -> None:
     T.__rfloordiv__ = _rbinary("floor_divide")
     T.__rmod__ = _rbinary("remainder")
     T.__rpow__ = _rpow
+    T.__matmul__ = _matmul
     T.__rmatmul__ = _rmatmul
     for dunder, name in (("__iadd__", "add_"), ("__isub__", "sub_"), ("__imul__", "mul_"),
                          ("__itruediv__", "div_"), ("__ifloordiv__", "floor_divide_"), ("__imod__", "remainder_"),

@@ -339,6 +339,7 @@ def _index_arrays(self, indices):
     out = []
     dim = 0
     int_shapes = []
+    bounds = []
     for idx in indices:
         if idx is None:
             out.append(_FULL)
@@ -362,12 +363,7 @@ def _index_arrays(self, indices):
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         if dim >= len(self._shape):
             raise IndexError(f"too many indices for tensor of dimension {len(self._shape)}")
-        n = self._shape[dim]
-        if a.size:
-            lo, hi = a.min(), a.max()
-            if hi >= n or lo < -n:
-                bad = hi if hi >= n else lo
-                raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {n}")
+        bounds.append((a, dim, self._shape[dim]))
         out.append(a)
         int_shapes.append(a.shape)
         dim += 1
@@ -377,6 +373,12 @@ def _index_arrays(self, indices):
         except ValueError:
             raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
                              + ", ".join(str(list(map(int, s))) for s in int_shapes)) from None
+    for a, d, n in bounds:  # after the shapes, as in PyTorch
+        if a.size:
+            lo, hi = a.min(), a.max()
+            if hi >= n or lo < -n:
+                bad = hi if hi >= n else lo
+                raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {n}")
     return tuple(out)
 
 

@@ -32,6 +32,14 @@ def _dispatch(name, *args):
 # ---------------------------------------------------------------------------
 # shape arithmetic
 # ---------------------------------------------------------------------------
+def check_int_sizes(shape, fname: str, argname: str) -> None:
+    """PyTorch's argument-parser error for a size that is not an int (``x.view(2, 3.0)``)."""
+    for i, s in enumerate(shape):
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"{fname}(): argument '{argname}' failed to unpack the object at pos {i + 1} with "
+                            f"error \"type must be tuple of ints,but got {type(s).__name__}\"")
+
+
 def infer_size(shape, numel: int) -> tuple:
     """Replace a single -1 in ``shape`` so the sizes multiply to ``numel``."""
     newsize = 1
@@ -117,6 +125,7 @@ def view(self, size):
         return view_dtype(self, size)
     if len(size) == 1 and isinstance(size[0], D.dtype):
         return view_dtype(self, size[0])
+    check_int_sizes(size, "view", "size")
     shape = infer_size(size, self.numel())
     stride = compute_stride(self._shape, self._stride, shape)
     if stride is None:
@@ -187,6 +196,7 @@ def _unsafe_view(self, size):
 @register("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", kind="composite")
 def reshape(self, shape):
     """A view when the strides allow one, else a contiguous copy."""
+    check_int_sizes(shape, "reshape", "shape")
     shape = infer_size(shape, self.numel())
     if compute_stride(self._shape, self._stride, shape) is not None:
         return _dispatch("view", self, shape)
@@ -443,6 +453,8 @@ def unfold(self, dimension, size, step):
     n = self._shape[d] if nd else 1
     if size > n:
         raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
     if not nd:
@@ -461,6 +473,8 @@ def as_strided(self, size, stride, storage_offset=None):
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape")
     off = self._offset if storage_offset is None else storage_offset
+    if any(s < 0 for s in size):
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(size)} and strides={list(stride)}")
     for s in stride:
         if s < 0:
             raise RuntimeError("as_strided: Negative strides are not supported at the moment, got strides: "
@@ -505,6 +519,9 @@ def split(self, split_size, dim=0):
             sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else [])
     else:
         sizes = list(split_size)
+        if any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+                               f"split_sizes={sizes}")
         if sum(sizes) != n:
             raise RuntimeError(
                 f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at dimension "
