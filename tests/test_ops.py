@@ -668,3 +668,72 @@ def test_bool_mask_and_mixed_indexing():
     assert x.tolist() == [[0, 1, 0, 3], [0, 5, 0, 7], [0, 9, 0, 11]]
     x[cl.tensor([0, 0]), cl.tensor([1, 1])] = cl.tensor([5, 6])
     assert x[0, 1].item() in (5, 6)
+
+
+# ---------------------------------------------------------------------------
+# the remaining tensor ops: gather/scatter, selection, triangles, flips, masks
+# ---------------------------------------------------------------------------
+@SETTINGS
+@given(data=st.data())
+def test_gather_index_select_scatter_add(data):
+    [(a, x)] = data.draw(operands(["float32", "int64"]))
+    assume(a.ndim >= 1)
+    nd = a.ndim
+    d = data.draw(st.integers(-nd, nd - 1))
+    ax = d % nd
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    n = a.shape[ax]
+    k = data.draw(st.integers(0, 4))
+    if n == 0:
+        k = 0
+    sel = rng.integers(0, max(n, 1), size=k)
+    assert_matches(x.index_select(d, cl.tensor(sel, dtype=cl.int64)), np.take(a, sel, axis=ax))
+    # gather: an index no larger than self outside dim
+    ishape = tuple(data.draw(st.integers(0, s)) if i != ax else data.draw(st.integers(0, 3))
+                   for i, s in enumerate(a.shape))
+    if n == 0 and ishape[ax]:
+        return
+    idx = rng.integers(0, max(n, 1), size=ishape)
+    sub = a[tuple(slice(0, s) if i != ax else slice(None) for i, s in enumerate(ishape))]
+    g = x.gather(d, cl.tensor(idx, dtype=cl.int64))
+    assert_matches(g, np.take_along_axis(sub, idx, axis=ax))
+    # scatter_add is gather's adjoint: <gather(x, idx), y> == <x, scatter_add(0, idx, y)>
+    y = values(rng, ishape, a.dtype.name)
+    s = cl.zeros_like(x).scatter_add(d, cl.tensor(idx, dtype=cl.int64), cl.tensor(y))
+    expected = np.zeros(a.shape, a.dtype)
+    grids = list(np.indices(ishape, sparse=True))
+    grids[ax] = idx
+    np.add.at(expected, tuple(grids), y)
+    assert_matches(s, expected, rtol=1e-5, atol=1e-5)
+
+
+@SETTINGS
+@given(data=st.data(), k=st.integers(-3, 3))
+def test_tril_triu_flip_nonzero(data, k):
+    [(a, x)] = data.draw(operands(["float32", "int64", "bool"]))
+    if a.ndim >= 2:
+        assert_matches(x.tril(k), np.tril(a, k), dtype=x.dtype)
+        assert_matches(x.triu(k), np.triu(a, k), dtype=x.dtype)
+    else:
+        with pytest.raises(RuntimeError, match="input tensor must have at least 2 dimensions"):
+            x.tril(k)
+    if a.ndim:
+        dims = tuple(data.draw(st.lists(st.integers(0, a.ndim - 1), unique=True, max_size=a.ndim)))
+        assert_matches(x.flip(dims), np.flip(a, dims) if dims else a, dtype=x.dtype)
+    assert_matches(x.nonzero(), np.argwhere(a), dtype=cl.int64)
+
+
+@SETTINGS
+@given(data=st.data(), v=st.sampled_from([0, -1, 2.5, True]))
+def test_masked_fill_isclose_repeat(data, v):
+    [(a, x)] = data.draw(operands(["float32"]))
+    [(mv, mt)] = data.draw(operands(["bool"]))
+    try:
+        np.broadcast_to(mv, a.shape)
+    except ValueError:
+        return
+    assert_matches(x.masked_fill(mt, v), np.where(mv, np.float32(v), a), dtype=cl.float32)
+    assert_matches(x.isclose(x + 1e-7), np.isclose(a, a + np.float32(1e-7)), dtype=cl.bool)
+    reps = tuple(data.draw(st.integers(0, 2)) for _ in range(a.ndim + data.draw(st.integers(0, 1))))
+    if len(reps) >= a.ndim and reps:
+        assert_matches(x.repeat(*reps), np.tile(a, reps))
