@@ -13,6 +13,11 @@ the text of a function such as::
 
 and ``generate()`` compiles it and installs it as ``course_lib.add`` and/or
 ``Tensor.add``.  Print ``python_source(OPS['sum'])`` to see one.
+
+Deliberate difference: PyTorch's generated parsers check every argument's type
+against the schema and raise ``TypeError: add() received an invalid combination
+of arguments - got (...), but expected one of: ...``.  These bindings pass the
+arguments on as they are; a wrong type fails later, with a different error.
 """
 from __future__ import annotations
 
