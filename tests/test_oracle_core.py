@@ -981,3 +981,54 @@ def test_random_view_chains_match_torch(torch, chain):
         if t[0][0] == "error":
             return
         xt, xc = step.tensor(xt), step.tensor(xc)
+
+
+INPLACE_BINARY = ["add_", "sub_", "mul_", "div_", "floor_divide_", "remainder_", "pow_", "bitwise_and_", "lt_"]
+
+
+@pytest.mark.parametrize("op", INPLACE_BINARY)
+@pytest.mark.parametrize("a,b", list(itertools.product(DTYPES, DTYPES)))
+def test_inplace_op_casts_like_torch(torch, op, a, b):
+    """``x.op_(y)`` for every dtype pair: the same values, or the same cast error."""
+    def run(M):
+        x = M.tensor([[3, 1, 2], [1, 2, 3]]).to(getattr(M, a))
+        y = M.tensor([2, 1, 1]).to(getattr(M, b))
+        r = getattr(x, op)(y)
+        assert r is x
+        return x
+    t = outcome(lambda: run(torch))
+    c = outcome(lambda: run(cl))
+    assert same(t, c, rtol=2e-3, atol=1e-3), f"{op}({a}, {b})\n torch:      {fmt(t)}\n course_lib: {fmt(c)}"
+
+
+INPLACE_UNARY = ["exp_", "sqrt_", "neg_", "abs_", "floor_", "sigmoid_", "relu_", "clamp_", "zero_", "square_",
+                 "bitwise_not_", "round_"]
+
+
+@pytest.mark.parametrize("op", INPLACE_UNARY)
+@pytest.mark.parametrize("a", DTYPES)
+def test_inplace_unary_like_torch(torch, op, a):
+    def run(M):
+        x = M.tensor([[3, 1, 2], [1, 0, 3]]).to(getattr(M, a))
+        r = getattr(x, op)(*((0, 2) if op == "clamp_" else ()))
+        assert r is x
+        return x
+    t = outcome(lambda: run(torch))
+    c = outcome(lambda: run(cl))
+    assert same(t, c, rtol=2e-3, atol=1e-3), f"{op}({a})\n torch:      {fmt(t)}\n course_lib: {fmt(c)}"
+
+
+@pytest.mark.parametrize("expr", [
+    "A(3, dtype='bool').clamp(False, True)",
+    "A(3, dtype='bool').clamp(True)",
+    "A(3, dtype='bool').clamp(max=False)",
+    "A(3, dtype='bool').clamp(max=1)",
+    "A(3, dtype='bool').clamp(min=M.tensor(True))",
+    "A(3, dtype='int64').clamp_(0.5)",
+    "A(3, dtype='int64').clamp_(max=0.5)",
+    "A(3, dtype='uint8').clamp_(0.5, 1)",
+    "A(3, dtype='int64').clamp_(min=M.tensor(0.5))",
+    "A(3, dtype='bool').square_()",
+])
+def test_clamp_and_square_edge_cases(torch, expr):
+    check(torch, expr)

@@ -547,6 +547,10 @@ def clamp(self, min=None, max=None):  # noqa: A002
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     dt = result_type(self, min, max)
+    if dt is D.bool_ and not (_is_t(min) or _is_t(max)):
+        kernel = "clamp_scalar_cpu" if min is not None and max is not None else \
+            ("clamp_min_scalar_cpu" if min is not None else "clamp_max_scalar_cpu")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
     if _is_t(min) or _is_t(max):
         broadcast_shapes(self._shape, *[x._shape for x in (min, max) if _is_t(x)])
     a = _operand(self, dt)

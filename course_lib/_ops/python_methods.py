@@ -298,7 +298,6 @@ def install(tensor_cls, namespace: dict) -> None:
     T.divide = T.div
     T.greater = T.gt
     T.less = T.lt
-    T.square_ = lambda self: dispatch(OPS["mul_"], (self, self))
     for alias, name in (("clip", "clamp"), ("absolute", "abs"), ("negative", "neg"), ("multiply", "mul"),
                         ("subtract", "sub"), ("divide", "div"), ("true_divide", "div"), ("greater", "gt"),
                         ("less", "lt"), ("concat", "cat"), ("concatenate", "cat")):

@@ -167,13 +167,40 @@ def make_inplace(op: OpDef) -> OpDef:
                 return self
             write_inplace(self, out_kernel(self, *args))
             return self
+    elif op.name == "clamp":
+        def kernel(self, *args):
+            if not any(isinstance(a, _T) for a in args):
+                # clamp_ with number bounds words its cast error with C++ type names (PyTorch's quirk)
+                from .linalg import _NAMES
+                dt = result_type(self, *args)
+                if not can_cast(dt, self.dtype):
+                    raise RuntimeError(f"result type {dt._tensor_name} can't be cast to the desired output type "
+                                       f"{_NAMES[self.dtype.name]}")
+            check_no_internal_overlap(self)
+            for a in args:
+                if isinstance(a, _T) and a._storage is self._storage:
+                    check_no_partial_overlap(self, a)
+            write_inplace(self, out_kernel(self, *args))
+            return self
     else:
         def kernel(self, *args):
             check_no_internal_overlap(self)
             for a in args:
                 if isinstance(a, _T) and a._storage is self._storage:
                     check_no_partial_overlap(self, a)
-            write_inplace(self, out_kernel(self, *args))
+            try:
+                r = out_kernel(self, *args)
+            except NotImplementedError:
+                # PyTorch checks the output (shape, castability) before it picks a kernel for the
+                # dtype: if that check fails too, its error is the one to report
+                # (int64.bitwise_and_(float) is a cast error, not "not implemented for 'Float'")
+                try:
+                    m = out_meta(self, *args)
+                except Exception:  # noqa: BLE001 - the kernel's own error stands
+                    raise
+                check_inplace(self, m._shape, m.dtype)
+                raise
+            write_inplace(self, r)
             return self
 
     def meta(self, *args):
