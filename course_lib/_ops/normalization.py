@@ -68,6 +68,78 @@ def norm_backward(dy: np.ndarray, xhat: np.ndarray, invstd: np.ndarray, axes: tu
     return dxhat
 
 
+_EINSUM_CACHE: dict = {}
+
+
+def _sum_prod(a: np.ndarray, b: np.ndarray, axes: tuple) -> np.ndarray:
+    """sum(a * b) over ``axes`` (kept as size 1) in one pass, without the a * b temporary."""
+    key = (a.ndim, axes)
+    spec = _EINSUM_CACHE.get(key)
+    if spec is None:
+        letters = "abcdefghijklmnop"[:a.ndim]
+        out = "".join(c for i, c in enumerate(letters) if i not in axes)
+        spec = _EINSUM_CACHE[key] = f"{letters},{letters}->{out}"
+    r = np.einsum(spec, a, b)
+    return np.expand_dims(r, axes)
+
+
+def fused_forward(x: np.ndarray, axes: tuple, eps: float, scale_b=None, shift_b=None):
+    """y = (x - mean) * invstd * gamma + beta in about five passes over x.
+
+    Returns (y, mean, invstd, biased var) with the statistics kept as size-1 dims.  The same
+    computation as ``norm_stats`` followed by the affine step, arranged to touch memory less:
+    invstd and gamma are folded into one per-group scale before the big multiply.
+    """
+    m = int(np.prod([x.shape[a] for a in axes]))
+    mean = x.mean(axis=axes, keepdims=True)
+    xc = x - mean
+    var = _sum_prod(xc, xc, axes) / m
+    invstd = 1.0 / np.sqrt(var + eps)
+    k = invstd if scale_b is None else invstd * scale_b
+    xc *= k.astype(xc.dtype, copy=False)
+    if shift_b is not None:
+        xc += shift_b
+    return xc, mean, invstd, var
+
+
+def fused_backward(dy: np.ndarray, x: np.ndarray, mean, invstd, axes: tuple, gamma_b, param_axes: tuple):
+    """(dx, dgamma, dbeta) in about seven passes.
+
+    With xc = x - mean, S1 = sum(dy), S2 = sum(dy * xc) over each statistics group of m elements:
+        dx = gamma * invstd * (dy - S1 / m - xc * invstd^2 * S2 / m)
+    which is the fused formula written as  k1 * dy + k2 * xc + k3  with per-group k1, k2, k3.
+    dgamma and dbeta sum dy * xhat and dy over ``param_axes`` (the axes gamma is broadcast along).
+    """
+    m = int(np.prod([x.shape[a] for a in axes]))
+    xc = x - mean
+    s1 = dy.sum(axis=axes, keepdims=True)
+    s2 = _sum_prod(dy, xc, axes)
+    g = 1.0 if gamma_b is None else gamma_b
+    if param_axes == axes:
+        dgamma = (s2 * invstd).reshape(-1)
+        dbeta = s1.reshape(-1)
+        k1 = g * invstd
+        k2 = -k1 * invstd * invstd * s2 / m
+        k3 = -k1 * s1 / m
+        dx = dy * k1.astype(dy.dtype, copy=False)
+        xc *= k2.astype(xc.dtype, copy=False)
+        dx += xc
+        dx += k3.astype(dx.dtype, copy=False)
+        return dx, dgamma, dbeta
+    # gamma varies inside a statistics group (LayerNorm): go through dxhat
+    xhat = xc
+    xhat *= invstd.astype(xhat.dtype, copy=False)
+    dbeta = dy.sum(axis=param_axes)
+    dgamma = _sum_prod(dy, xhat, param_axes).reshape(dbeta.shape) if param_axes else dy * xhat
+    dxhat = dy * g if gamma_b is not None else dy.copy()
+    proj = _sum_prod(dxhat, xhat, axes) / m
+    dxhat -= dxhat.mean(axis=axes, keepdims=True)
+    xhat *= proj.astype(xhat.dtype, copy=False)
+    dxhat -= xhat
+    dxhat *= invstd.astype(dxhat.dtype, copy=False)
+    return dxhat, dgamma, dbeta
+
+
 def _param_sums(dy, xhat, axes_excl):
     dgamma = np.sum(dy * xhat, axis=axes_excl)
     dbeta = np.sum(dy, axis=axes_excl)
@@ -108,8 +180,10 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
             raise RuntimeError(f"{name} should contain {C} elements not {t.numel()}")
     axes = _bn_axes(x.ndim)
     shp = _bn_shape(x.ndim)
+    w_b = weight._np().reshape(shp) if weight is not None else None
+    b_b = bias._np().reshape(shp) if bias is not None else None
     if training:
-        xhat, mean, invstd, var_b = norm_stats(x, axes, eps)
+        y, mean, invstd, var_b = fused_forward(x, axes, eps, w_b, b_b)
         n = x.size // C
         # The running statistics are updated inside the kernel, without bumping their version
         # counters: as in PyTorch, where an eval-mode node that saved them still back-propagates
@@ -128,14 +202,12 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     else:
         mean = running_mean._np().reshape(shp)
         invstd = 1.0 / np.sqrt(running_var._np().reshape(shp) + eps)
-        xhat = ((x - mean) * invstd).astype(x.dtype, copy=False)
+        k = invstd if w_b is None else invstd * w_b
+        y = (x - mean) * k.astype(x.dtype, copy=False)
+        if b_b is not None:
+            y += b_b
         save_mean = np.zeros(0, x.dtype)
         save_invstd = np.zeros(0, x.dtype)
-    y = xhat
-    if weight is not None:
-        y = y * weight._np().reshape(shp)
-    if bias is not None:
-        y = y + bias._np().reshape(shp)
     dt = input.dtype
     return (wrap(np.ascontiguousarray(y, dtype=dt.np), dt), wrap(save_mean.astype(dt.np), dt),
             wrap(save_invstd.astype(dt.np), dt))
@@ -159,17 +231,16 @@ def native_batch_norm_backward(grad_out, input, weight, running_mean, running_va
     if train:
         mean = save_mean._np().reshape(shp)
         invstd = save_invstd._np().reshape(shp)
-        xhat = (x - mean) * invstd
-        dx = norm_backward(dy, xhat, invstd, axes, g)
+        dx, dgamma, dbeta = fused_backward(dy, x, mean, invstd, axes, g, axes)
     else:
         mean = running_mean._np().reshape(shp)
         invstd = 1.0 / np.sqrt(running_var._np().reshape(shp) + eps)
         xhat = (x - mean) * invstd
         dx = dy * invstd * (g if g is not None else 1)
-    dgamma, dbeta = _param_sums(dy, xhat, axes)
+        dgamma, dbeta = _param_sums(dy, xhat, axes)
     dt = input.dtype
-    return (wrap(np.ascontiguousarray(dx, dtype=dt.np), dt), wrap(dgamma.astype(dt.np), dt),
-            wrap(dbeta.astype(dt.np), dt))
+    return (wrap(np.ascontiguousarray(dx, dtype=dt.np), dt), wrap(np.asarray(dgamma, dtype=dt.np), dt),
+            wrap(np.asarray(dbeta, dtype=dt.np), dt))
 
 
 # ---------------------------------------------------------------------------
@@ -199,12 +270,11 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     ns = _check_normalized_shape(input, normalized_shape)
     x = input._np()
     axes = tuple(range(x.ndim - len(ns), x.ndim))
-    xhat, mean, invstd, _ = norm_stats(x, axes, eps)
-    y = xhat
+    y, mean, invstd, _ = fused_forward(x, axes, eps)
     if weight is not None:
-        y = y * weight._np()
+        y *= weight._np()
     if bias is not None:
-        y = y + bias._np()
+        y += bias._np()
     dt = input.dtype
     return (wrap(np.ascontiguousarray(y, dtype=dt.np), dt), wrap(mean.astype(dt.np), dt),
             wrap(invstd.astype(dt.np), dt))
@@ -221,13 +291,9 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
     x = input._np()
     dy = grad_out._np()
     axes = tuple(range(x.ndim - len(ns), x.ndim))
-    invstd = rstd._np()
-    xhat = x - mean._np()
-    xhat *= invstd
-    g = weight._np() if weight is not None else None
-    dx = norm_backward(dy, xhat, invstd, axes, g)
     lead = tuple(range(x.ndim - len(ns)))
-    dgamma, dbeta = _param_sums(dy, xhat, lead)
+    g = weight._np() if weight is not None else None
+    dx, dgamma, dbeta = fused_backward(dy, x, mean._np(), rstd._np(), axes, g, lead)
     dt = input.dtype
     return (wrap(np.ascontiguousarray(dx, dtype=dt.np), dt), wrap(np.asarray(dgamma, dtype=dt.np), dt),
             wrap(np.asarray(dbeta, dtype=dt.np), dt))
