@@ -114,7 +114,9 @@ def run_program(L, leaves, steps):
             r = UNARY[opname](L, a)
         elif opname == "matmul":
             b = pool[j % len(pool)]
-            if a.dim() == 2 and b.dim() >= 1 and a.shape[1] == b.shape[0]:
+            if a.dim() == 2 and b.dim() == 1 and a.shape[1] == b.shape[0]:
+                r = a @ b
+            elif a.dim() == 2 and b.dim() >= 2 and a.shape[1] == b.shape[-2]:
                 r = a @ b
             elif a.dim() >= 3 and b.dim() == 2 and a.shape[-1] == b.shape[0]:
                 r = a @ b  # (1-D @ 2-D is named SqueezeBackward4 in torch: an in-place squeeze_)
