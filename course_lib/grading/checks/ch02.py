@@ -390,6 +390,7 @@ def _mismatch(a: int, b: int, dim: int) -> tuple:
 
 
 _BROADCAST = [
+    (((2, 3), (3, 2)), _REF),          # two clashes: PyTorch names the right-most (dimension 1)
     ((), ()),  # torch: no shapes at all broadcast to ()
     (((2, 3),), _REF),
     (((2, 3), (3,)), _REF),
@@ -414,8 +415,9 @@ _BROADCAST = [
 
 @exercise("02.9", title="broadcast_shapes", points=2,
           hint="fold left to right: result = (); for each shape, align result and shape on the right (missing "
-               "sizes count as 1); sizes equal or one of them 1, else RuntimeError('The size of tensor a (A) must "
-               "match the size of tensor b (B) at non-singleton dimension D'), D counted in the pair's result.")
+               "sizes count as 1); compare dims from the right, sizes equal or one of them 1, else RuntimeError("
+               "'The size of tensor a (A) must match the size of tensor b (B) at non-singleton dimension D') for the "
+               "right-most clash, D counted in the pair's result.")
 def _broadcast_shapes(broadcast_shapes):
     cl = _cl()
     out = []

@@ -674,12 +674,13 @@ def broadcast_shapes(*shapes: tuple) -> tuple:
         ndim = max(len(result), len(shape))
         a = (1,) * (ndim - len(result)) + tuple(result)
         b = (1,) * (ndim - len(shape)) + tuple(shape)
-        out = []
-        for d, (m, n) in enumerate(zip(a, b)):
+        out = [0] * ndim
+        for d in range(ndim - 1, -1, -1):  # right to left: PyTorch reports the right-most clash
+            m, n = a[d], b[d]
             if m != n and m != 1 and n != 1:
                 raise RuntimeError(f"The size of tensor a ({m}) must match the size of tensor b ({n}) "
                                    f"at non-singleton dimension {d}")
-            out.append(n if m == 1 else m)
+            out[d] = n if m == 1 else m
         result = tuple(out)
     return result
     ### END SOLUTION
