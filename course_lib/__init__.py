@@ -19,6 +19,7 @@ from ._size import Size
 from ._storage import Storage, UntypedStorage
 from ._tensor import Tensor
 from . import _ops, memory
+from ._parallel import get_num_threads, set_num_threads
 from ._ops.common import broadcast_shapes, result_type
 from ._ops.dispatcher import dispatch
 from ._ops.registry import OPS

@@ -29,11 +29,14 @@ The fused backward (per statistics group of m elements, with dxhat = dy * gamma)
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from .. import _dtype as D
 from .common import empty_meta, wrap
 from .registry import register
+from .._parallel import parallel_chunks
 
 
 # ---------------------------------------------------------------------------
@@ -68,76 +71,219 @@ def norm_backward(dy: np.ndarray, xhat: np.ndarray, invstd: np.ndarray, axes: tu
     return dxhat
 
 
-_EINSUM_CACHE: dict = {}
+# ---------------------------------------------------------------------------
+# the kernel every layer calls: statistics per group of an (A, G, B) view
+# ---------------------------------------------------------------------------
+# Every member of the family can view its input as a 3-d array (A, G, B) whose statistics are
+# taken per index g over the axes A and B:
+#
+#   BatchNorm     (N, C, H*W)       one group per channel
+#   InstanceNorm  (1, N*C, H*W)     one group per (sample, channel)   [batch norm on a reshaped input]
+#   GroupNorm     (1, N*G, C/G*H*W) one group per (sample, group)
+#   LayerNorm     (1, rows, D)      one group per row; D = prod(normalized_shape)
+#   RMSNorm       (1, rows, D)      as LayerNorm, without the mean
+#
+# gamma and beta are either per group (``param="group"``: BatchNorm) or per position along B
+# (``param="inner"``: LayerNorm, RMSNorm; then A is 1).  GroupNorm's per-channel affine is applied
+# around the kernel.  The groups are cut into chunks of about _CHUNK_ELEMS elements; each chunk is
+# normalised with all its passes while it is in cache, and chunks run on the intra-op threads
+# (course_lib._parallel).  Sums along B use BLAS (a matrix-vector product with a vector of ones)
+# and np.vecdot; the arithmetic on the small per-group vectors is done in float64.
+_CHUNK_ELEMS = 1 << 18
+_ONES: dict = {}
 
 
-def _sum_prod(a: np.ndarray, b: np.ndarray, axes: tuple) -> np.ndarray:
-    """sum(a * b) over ``axes`` (kept as size 1) in one pass, without the a * b temporary."""
-    key = (a.ndim, axes)
-    spec = _EINSUM_CACHE.get(key)
-    if spec is None:
-        letters = "abcdefghijklmnop"[:a.ndim]
-        out = "".join(c for i, c in enumerate(letters) if i not in axes)
-        spec = _EINSUM_CACHE[key] = f"{letters},{letters}->{out}"
-    r = np.einsum(spec, a, b)
-    return np.expand_dims(r, axes)
+def _ones(n: int, dtype) -> np.ndarray:
+    key = (n, np.dtype(dtype))
+    v = _ONES.get(key)
+    if v is None:
+        v = np.ones(n, dtype)
+        v.flags.writeable = False
+        if len(_ONES) > 64:
+            _ONES.clear()
+        _ONES[key] = v
+    return v
 
 
-def fused_forward(x: np.ndarray, axes: tuple, eps: float, scale_b=None, shift_b=None):
-    """y = (x - mean) * invstd * gamma + beta in about five passes over x.
+_SCRATCH = threading.local()
 
-    Returns (y, mean, invstd, biased var) with the statistics kept as size-1 dims.  The same
-    computation as ``norm_stats`` followed by the affine step, arranged to touch memory less:
-    invstd and gamma are folded into one per-group scale before the big multiply.
+
+def _scratch(slot: str, shape: tuple, dtype) -> np.ndarray:
+    """A per-thread work array reused from chunk to chunk (a fresh chunk-sized allocation would
+    page-fault its way into memory on every call)."""
+    n = int(np.prod(shape))
+    buf = getattr(_SCRATCH, slot, None)
+    if buf is None or buf.dtype != dtype or buf.size < n:
+        buf = np.empty(max(n, _CHUNK_ELEMS), dtype)
+        setattr(_SCRATCH, slot, buf)
+    return buf[:n].reshape(shape)
+
+
+def _grain(A: int, B: int) -> int:
+    return max(1, _CHUNK_ELEMS // max(1, A * B))
+
+
+def _col(v: np.ndarray, dt) -> np.ndarray:
+    """A per-group float64 vector as a (g, 1) column of the data's dtype, ready to broadcast."""
+    return v.astype(dt, copy=False)[:, None]
+
+
+def _per_group(v: np.ndarray, A: int, B: int, dt) -> np.ndarray:
+    """A per-group vector shaped to broadcast against an (A, g, B) chunk.
+
+    With A > 1 (BatchNorm) it is written out to a (g, B) block, so that numpy's loop runs over
+    g*B contiguous elements per sample; a (g, 1) column would make it loop row by row, which
+    numpy does through small buffers at about half the speed.
     """
-    m = int(np.prod([x.shape[a] for a in axes]))
-    mean = x.mean(axis=axes, keepdims=True)
-    xc = x - mean
-    var = _sum_prod(xc, xc, axes) / m
-    invstd = 1.0 / np.sqrt(var + eps)
-    k = invstd if scale_b is None else invstd * scale_b
-    xc *= k.astype(xc.dtype, copy=False)
-    if shift_b is not None:
-        xc += shift_b
-    return xc, mean, invstd, var
+    if A == 1 or B == 1:
+        return _col(v, dt)
+    e = _scratch("e", (v.shape[0], B), dt)
+    np.copyto(e, _col(v, dt))
+    return e
 
 
-def fused_backward(dy: np.ndarray, x: np.ndarray, mean, invstd, axes: tuple, gamma_b, param_axes: tuple):
-    """(dx, dgamma, dbeta) in about seven passes.
+def _tile(v, rows: int, dt):
+    """``v`` (B,) repeated on ``rows`` rows: a contiguous operand instead of a broadcast one (faster)."""
+    if v is None:
+        return None
+    t = np.empty((rows, v.shape[0]), dt)
+    t[...] = v
+    return t
 
-    With xc = x - mean, S1 = sum(dy), S2 = sum(dy * xc) over each statistics group of m elements:
-        dx = gamma * invstd * (dy - S1 / m - xc * invstd^2 * S2 / m)
-    which is the fused formula written as  k1 * dy + k2 * xc + k3  with per-group k1, k2, k3.
-    dgamma and dbeta sum dy * xhat and dy over ``param_axes`` (the axes gamma is broadcast along).
+
+def grouped_norm_forward(x3: np.ndarray, eps: float, weight=None, bias=None, param: str = "group",
+                         subtract_mean: bool = True):
+    """Normalise ``x3`` (A, G, B) per group g over axes A and B; then ``* weight + bias``.
+
+    Returns ``(y, mean, rstd, var)``: y is a new contiguous (A, G, B) array, the others float64
+    vectors of length G (the biased variance; mean is zeros without ``subtract_mean``).
     """
-    m = int(np.prod([x.shape[a] for a in axes]))
-    xc = x - mean
-    s1 = dy.sum(axis=axes, keepdims=True)
-    s2 = _sum_prod(dy, xc, axes)
-    g = 1.0 if gamma_b is None else gamma_b
-    if param_axes == axes:
-        dgamma = (s2 * invstd).reshape(-1)
-        dbeta = s1.reshape(-1)
-        k1 = g * invstd
-        k2 = -k1 * invstd * invstd * s2 / m
-        k3 = -k1 * s1 / m
-        dx = dy * k1.astype(dy.dtype, copy=False)
-        xc *= k2.astype(xc.dtype, copy=False)
-        dx += xc
-        dx += k3.astype(dx.dtype, copy=False)
-        return dx, dgamma, dbeta
-    # gamma varies inside a statistics group (LayerNorm): go through dxhat
-    xhat = xc
-    xhat *= invstd.astype(xhat.dtype, copy=False)
-    dbeta = dy.sum(axis=param_axes)
-    dgamma = _sum_prod(dy, xhat, param_axes).reshape(dbeta.shape) if param_axes else dy * xhat
-    dxhat = dy * g if gamma_b is not None else dy.copy()
-    proj = _sum_prod(dxhat, xhat, axes) / m
-    dxhat -= dxhat.mean(axis=axes, keepdims=True)
-    xhat *= proj.astype(xhat.dtype, copy=False)
-    dxhat -= xhat
-    dxhat *= invstd.astype(dxhat.dtype, copy=False)
-    return dxhat, dgamma, dbeta
+    A, G, B = x3.shape
+    m = A * B
+    dt = x3.dtype
+    y = np.empty((A, G, B), dt)
+    mean = np.zeros(G)
+    var = np.empty(G)
+    rstd = np.empty(G)
+    ones = _ones(B, dt)
+    if param == "inner" and A != 1:
+        raise ValueError("param='inner' needs A == 1")
+
+    grain = _grain(A, B)
+    if param == "inner":
+        rows = min(grain, G)
+        w_t, b_t = _tile(weight, rows, dt), _tile(bias, rows, dt)
+
+    def chunk(g0, g1):
+        xb, yb = x3[:, g0:g1], y[:, g0:g1]
+        if subtract_mean:
+            mu = np.matmul(xb, ones).sum(0, dtype=np.float64) / m
+            np.subtract(xb, _per_group(mu, A, B, dt), out=yb)
+            v = np.vecdot(yb, yb).sum(0, dtype=np.float64) / m
+            mean[g0:g1] = mu
+            src = yb
+        else:
+            v = np.vecdot(xb, xb).sum(0, dtype=np.float64) / m
+            src = xb
+        r = 1.0 / np.sqrt(v + eps)
+        var[g0:g1] = v
+        rstd[g0:g1] = r
+        if param == "group":
+            k = r if weight is None else r * weight[g0:g1]
+            np.multiply(src, _per_group(k, A, B, dt), out=yb)
+            if bias is not None:
+                yb += _per_group(bias[g0:g1].astype(np.float64, copy=False), A, B, dt)
+        else:
+            np.multiply(src, _col(r, dt), out=yb)
+            n = g1 - g0
+            if weight is not None:
+                yb[0] *= w_t[:n]
+            if bias is not None:
+                yb[0] += b_t[:n]
+
+    parallel_chunks(G, grain, chunk)
+    return y, mean, rstd, var
+
+
+def grouped_norm_backward(dy3: np.ndarray, x3: np.ndarray, mean: np.ndarray, rstd: np.ndarray, weight=None,
+                          param: str = "group", subtract_mean: bool = True):
+    """The fused backward of ``grouped_norm_forward``: ``(dx, dgamma, dbeta)``.
+
+    Per group of m elements, with xc = x - mean, r = rstd and dxhat = dy * gamma:
+        s1 = sum(dxhat),  s2 = sum(dxhat * xc)
+        dx = r * dxhat  -  r^3 * s2 / m * xc  -  r * s1 / m        (without the mean: no s1 term)
+    which is r * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) computed as k1*dxhat + k2*xc + k3.
+    dgamma = sum(dy * xhat) and dbeta = sum(dy), per group (``param="group"``) or per position
+    along B (``param="inner"``).  ``mean`` and ``rstd`` are the forward's float64 vectors.
+    """
+    A, G, B = x3.shape
+    m = A * B
+    dt = x3.dtype
+    dx = np.empty((A, G, B), dt)
+    ones = _ones(B, dt)
+    inner = param == "inner"
+    if inner and A != 1:
+        raise ValueError("param='inner' needs A == 1")
+    mean = np.asarray(mean, np.float64).reshape(G)
+    rstd = np.asarray(rstd, np.float64).reshape(G)
+    if inner:
+        dgamma = None
+        dbeta = None
+    else:
+        dgamma = np.empty(G)
+        dbeta = np.empty(G)
+
+    grain = _grain(A, B)
+    if inner:
+        w_t = _tile(weight, min(grain, G), dt)
+
+    def chunk(g0, g1):
+        xb, dyb, dxb = x3[:, g0:g1], dy3[:, g0:g1], dx[:, g0:g1]
+        r = rstd[g0:g1]
+        if subtract_mean:
+            xc = np.subtract(xb, _per_group(mean[g0:g1], A, B, dt), out=_scratch("xc", xb.shape, dt))
+        else:
+            xc = xb
+        if inner:
+            if weight is not None:
+                np.multiply(dyb[0], w_t[:g1 - g0], out=dxb[0])
+                d = dxb
+            else:
+                d = dyb
+            k1 = r
+        else:
+            d = dyb
+            k1 = r if weight is None else r * weight[g0:g1]
+        s2 = np.vecdot(d, xc).sum(0, dtype=np.float64)
+        s1 = np.matmul(d, ones).sum(0, dtype=np.float64) if subtract_mean or not inner else None
+        partial = None
+        if inner:
+            # dgamma, dbeta along B: sum over the chunk's rows of dy * xc * r and of dy (A == 1)
+            pg = (np.matmul(r.astype(dt), np.multiply(dyb[0], xc[0], out=_scratch("p", xc[0].shape, dt)))
+                  if weight is not None else None)
+            pb = np.matmul(_ones(g1 - g0, dt), dyb[0])
+            partial = (pg, pb)
+            k2 = -(r ** 3) * s2 / m
+        else:
+            dgamma[g0:g1] = s2 * r
+            dbeta[g0:g1] = s1
+            k2 = -k1 * r * r * s2 / m
+        np.multiply(d, _per_group(k1, A, B, dt), out=dxb)
+        if xc is xb:
+            xc = np.multiply(xb, _per_group(k2, A, B, dt), out=_scratch("xc", xb.shape, dt))
+        else:
+            xc *= _per_group(k2, A, B, dt)
+        dxb += xc
+        if subtract_mean:
+            dxb += _per_group(-k1 * s1 / m, A, B, dt)
+        return partial
+
+    partials = parallel_chunks(G, grain, chunk)
+    if inner:
+        dbeta = np.sum([p[1] for p in partials], axis=0, dtype=np.float64) if partials else np.zeros(B)
+        if weight is not None:
+            dgamma = np.sum([p[0] for p in partials], axis=0, dtype=np.float64) if partials else np.zeros(B)
+    return dx, dgamma, dbeta
 
 
 def _param_sums(dy, xhat, axes_excl):
@@ -178,12 +324,14 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
                     ("bias", bias)):
         if t is not None and t.numel() != C:
             raise RuntimeError(f"{name} should contain {C} elements not {t.numel()}")
-    axes = _bn_axes(x.ndim)
     shp = _bn_shape(x.ndim)
     w_b = weight._np().reshape(shp) if weight is not None else None
     b_b = bias._np().reshape(shp) if bias is not None else None
     if training:
-        y, mean, invstd, var_b = fused_forward(x, axes, eps, w_b, b_b)
+        w = weight._np().reshape(-1) if weight is not None else None
+        b = bias._np().reshape(-1) if bias is not None else None
+        y3, mean, invstd, var_b = grouped_norm_forward(x.reshape(x.shape[0], C, -1), eps, w, b, "group")
+        y = y3.reshape(x.shape)
         n = x.size // C
         # The running statistics are updated inside the kernel, without bumping their version
         # counters: as in PyTorch, where an eval-mode node that saved them still back-propagates
@@ -229,9 +377,11 @@ def native_batch_norm_backward(grad_out, input, weight, running_mean, running_va
     shp = _bn_shape(x.ndim)
     g = weight._np().reshape(shp) if weight is not None else None
     if train:
-        mean = save_mean._np().reshape(shp)
-        invstd = save_invstd._np().reshape(shp)
-        dx, dgamma, dbeta = fused_backward(dy, x, mean, invstd, axes, g, axes)
+        C = x.shape[1]
+        dx3, dgamma, dbeta = grouped_norm_backward(
+            dy.reshape(x.shape[0], C, -1), x.reshape(x.shape[0], C, -1), save_mean._np(), save_invstd._np(),
+            None if weight is None else weight._np().reshape(-1), "group")
+        dx = dx3.reshape(x.shape)
     else:
         mean = running_mean._np().reshape(shp)
         invstd = 1.0 / np.sqrt(running_var._np().reshape(shp) + eps)
@@ -269,15 +419,14 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     """Layer norm over the trailing ``normalized_shape`` dims; returns (out, mean, rstd)."""
     ns = _check_normalized_shape(input, normalized_shape)
     x = input._np()
-    axes = tuple(range(x.ndim - len(ns), x.ndim))
-    y, mean, invstd, _ = fused_forward(x, axes, eps)
-    if weight is not None:
-        y *= weight._np()
-    if bias is not None:
-        y += bias._np()
+    D = int(np.prod(ns))
+    stat = x.shape[:x.ndim - len(ns)] + (1,) * len(ns)
+    y3, mean, invstd, _ = grouped_norm_forward(
+        x.reshape(1, -1, D), eps, None if weight is None else weight._np().reshape(-1),
+        None if bias is None else bias._np().reshape(-1), "inner")
     dt = input.dtype
-    return (wrap(np.ascontiguousarray(y, dtype=dt.np), dt), wrap(mean.astype(dt.np), dt),
-            wrap(invstd.astype(dt.np), dt))
+    return (wrap(y3.reshape(x.shape), dt), wrap(mean.astype(dt.np).reshape(stat), dt),
+            wrap(invstd.astype(dt.np).reshape(stat), dt))
 
 
 @register("native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, "
@@ -290,13 +439,13 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
     ns = tuple(normalized_shape)
     x = input._np()
     dy = grad_out._np()
-    axes = tuple(range(x.ndim - len(ns), x.ndim))
-    lead = tuple(range(x.ndim - len(ns)))
-    g = weight._np() if weight is not None else None
-    dx, dgamma, dbeta = fused_backward(dy, x, mean._np(), rstd._np(), axes, g, lead)
+    D = int(np.prod(ns))
+    dx3, dgamma, dbeta = grouped_norm_backward(
+        dy.reshape(1, -1, D), x.reshape(1, -1, D), mean._np(), rstd._np(),
+        None if weight is None else weight._np().reshape(-1), "inner")
     dt = input.dtype
-    return (wrap(np.ascontiguousarray(dx, dtype=dt.np), dt), wrap(np.asarray(dgamma, dtype=dt.np), dt),
-            wrap(np.asarray(dbeta, dtype=dt.np), dt))
+    dgamma = np.zeros(ns, dt.np) if dgamma is None else np.asarray(dgamma, dtype=dt.np).reshape(ns)
+    return (wrap(dx3.reshape(x.shape), dt), wrap(dgamma, dt), wrap(np.asarray(dbeta, dtype=dt.np).reshape(ns), dt))
 
 
 @register("rms_norm_fused(Tensor input, SymInt[] normalized_shape, Tensor? weight, float eps) -> (Tensor, Tensor)",
@@ -307,11 +456,13 @@ def rms_norm_fused(input, normalized_shape, weight, eps):
     """RMS norm: x / sqrt(mean(x^2) + eps) * weight, over the trailing dims; returns (out, rstd)."""
     ns = _check_normalized_shape(input, normalized_shape)
     x = input._np()
-    axes = tuple(range(x.ndim - len(ns), x.ndim))
-    xhat, _, invstd, _ = norm_stats(x, axes, eps, subtract_mean=False)
-    y = xhat * weight._np() if weight is not None else xhat
+    D = int(np.prod(ns))
+    stat = x.shape[:x.ndim - len(ns)] + (1,) * len(ns)
+    y3, _, invstd, _ = grouped_norm_forward(x.reshape(1, -1, D), eps,
+                                            None if weight is None else weight._np().reshape(-1), None,
+                                            "inner", subtract_mean=False)
     dt = input.dtype
-    return wrap(np.ascontiguousarray(y, dtype=dt.np), dt), wrap(invstd.astype(dt.np), dt)
+    return wrap(y3.reshape(x.shape), dt), wrap(invstd.astype(dt.np).reshape(stat), dt)
 
 
 @register("rms_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor rstd, Tensor? weight) "
@@ -322,14 +473,14 @@ def rms_norm_backward(grad_out, input, normalized_shape, rstd, weight):
     ns = tuple(normalized_shape)
     x = input._np()
     dy = grad_out._np()
-    axes = tuple(range(x.ndim - len(ns), x.ndim))
-    invstd = rstd._np()
-    xhat = x * invstd
-    g = weight._np() if weight is not None else None
-    dx = norm_backward(dy, xhat, invstd, axes, g, subtract_mean=False)
-    dgamma = np.sum(dy * xhat, axis=tuple(range(x.ndim - len(ns))))
+    D = int(np.prod(ns))
+    R = x.size // D if D else 0
+    dx3, dgamma, _ = grouped_norm_backward(dy.reshape(1, -1, D), x.reshape(1, -1, D), np.zeros(R), rstd._np(),
+                                           None if weight is None else weight._np().reshape(-1), "inner",
+                                           subtract_mean=False)
     dt = input.dtype
-    return wrap(np.ascontiguousarray(dx, dtype=dt.np), dt), wrap(np.asarray(dgamma, dtype=dt.np), dt)
+    dgamma = np.zeros(ns, dt.np) if dgamma is None else np.asarray(dgamma, dtype=dt.np).reshape(ns)
+    return wrap(dx3.reshape(x.shape), dt), wrap(dgamma, dt)
 
 
 # ---------------------------------------------------------------------------
@@ -344,16 +495,16 @@ def _gn_meta(input, weight, bias, N, C, HxW, group, eps):
           "float eps) -> (Tensor, Tensor, Tensor)", variants=("function",), meta=_gn_meta)
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     """Group norm: statistics per (sample, group of C/G channels); gamma/beta per channel."""
-    x = input._np().reshape(N, group, -1)
-    xhat, mean, invstd, _ = norm_stats(x, (2,), eps)
-    y = xhat.reshape(N, C, -1)
+    x3 = input._np().reshape(1, N * group, -1)
+    y3, mean, invstd, _ = grouped_norm_forward(x3, eps)
+    y = y3.reshape(N, C, -1)
     if weight is not None:
-        y = y * weight._np().reshape(1, C, 1)
+        y *= weight._np().reshape(C, 1)
     if bias is not None:
-        y = y + bias._np().reshape(1, C, 1)
+        y += bias._np().reshape(C, 1)
     dt = input.dtype
-    return (wrap(np.ascontiguousarray(y.reshape(input._shape), dtype=dt.np), dt),
-            wrap(mean.reshape(N, group).astype(dt.np), dt), wrap(invstd.reshape(N, group).astype(dt.np), dt))
+    return (wrap(y.reshape(input._shape), dt), wrap(mean.reshape(N, group).astype(dt.np), dt),
+            wrap(invstd.reshape(N, group).astype(dt.np), dt))
 
 
 @register("native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, "
@@ -361,22 +512,20 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
           meta=lambda g, input, mean, rstd, weight, N, C, HxW, group: (
               empty_meta(input._shape, input.dtype), empty_meta((C,), input.dtype), empty_meta((C,), input.dtype)))
 def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group):
-    """Fused group-norm backward."""
+    """Fused group-norm backward: the kernel's backward on dxhat = dy * gamma, plus per-channel sums."""
     x = input._np().reshape(N, C, -1)
     dy = grad_out._np().reshape(N, C, -1)
-    m = mean._np().reshape(N, group, 1, 1)
-    r = rstd._np().reshape(N, group, 1, 1)
-    xg = x.reshape(N, group, C // group, -1)
-    xhat = (xg - m) * r
-    dyg = dy.reshape(N, group, C // group, -1)
-    g = weight._np().reshape(1, group, C // group, 1) if weight is not None else None
-    dx = norm_backward(dyg, xhat, r, (2, 3), g)
-    xh = xhat.reshape(N, C, -1)
-    dgamma = np.sum(dy * xh, axis=(0, 2))
-    dbeta = np.sum(dy, axis=(0, 2))
     dt = input.dtype
-    return (wrap(np.ascontiguousarray(dx.reshape(input._shape), dtype=dt.np), dt), wrap(dgamma.astype(dt.np), dt),
-            wrap(dbeta.astype(dt.np), dt))
+    dxhat = dy * weight._np().reshape(C, 1).astype(dy.dtype, copy=False) if weight is not None else dy
+    mean64 = mean._np().astype(np.float64).reshape(-1)
+    rstd64 = rstd._np().astype(np.float64).reshape(-1)
+    dx3, _, _ = grouped_norm_backward(dxhat.reshape(1, N * group, -1), x.reshape(1, N * group, -1), mean64, rstd64)
+    # dgamma, dbeta per channel: sums over samples and positions of dy * xhat and dy
+    xhat = x.reshape(N, group, -1) - mean64.reshape(N, group, 1).astype(x.dtype)
+    xhat *= rstd64.reshape(N, group, 1).astype(x.dtype)
+    dgamma = np.vecdot(dy, xhat.reshape(N, C, -1)).sum(0, dtype=np.float64)
+    dbeta = np.matmul(dy, _ones(dy.shape[2], dy.dtype)).sum(0, dtype=np.float64)
+    return (wrap(dx3.reshape(input._shape), dt), wrap(dgamma.astype(dt.np), dt), wrap(dbeta.astype(dt.np), dt))
 
 
 def _install(tensor_cls):

@@ -1,0 +1,121 @@
+"""Intra-op parallelism: split one kernel's work across a pool of threads.
+
+In PyTorch: ``aten/src/ATen/Parallel.h`` (``at::parallel_for``, ``at::get_num_threads``,
+``at::set_num_threads``, ``at::in_parallel_region``) with the OpenMP backend in
+``ParallelOpenMP.h``.  A CPU kernel hands ``parallel_for`` a range and a grain size; the range
+is cut into chunks and each thread runs the kernel's loop over its chunks.
+
+course_lib's kernels are numpy calls, and numpy releases the GIL while its loops run over large
+arrays, so Python threads do run them in parallel.  Two choices differ from ATen, on purpose:
+
+* The range is cut into chunks of a **fixed** size (``grain``), independent of the number of
+  threads, and per-chunk partial results are combined in chunk order.  A kernel therefore gives
+  bit-for-bit the same result with 1 thread or 8 (ATen cuts into one chunk per thread, so its
+  reductions may round differently when the thread count changes).
+* A chunk is also a cache block: a kernel that makes several passes over its data makes them
+  over one chunk at a time, while the chunk is still in cache.
+
+``get_num_threads()`` starts at the ``OMP_NUM_THREADS`` environment variable if set, otherwise
+at the number of CPUs this process may use (torch uses physical cores).  A pool is created on
+first use and recreated in a forked child (a DataLoader worker), whose copy of the parent's
+threads does not exist.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, List, TypeVar
+
+__all__ = ["get_num_threads", "set_num_threads", "in_parallel_region", "parallel_chunks"]
+
+T = TypeVar("T")
+
+
+def _default_threads() -> int:
+    env = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+_num_threads = _default_threads()
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+_lock = threading.Lock()
+_local = threading.local()
+
+
+def get_num_threads() -> int:
+    """The number of threads used for intra-op parallelism (like ``torch.get_num_threads``)."""
+    return _num_threads
+
+
+def set_num_threads(n: int) -> None:
+    """Set the number of threads used for intra-op parallelism (like ``torch.set_num_threads``)."""
+    global _num_threads
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    _num_threads = n
+
+
+def in_parallel_region() -> bool:
+    """True inside a chunk run by ``parallel_chunks`` (nested calls then run inline)."""
+    return getattr(_local, "active", False)
+
+
+def _get_pool(n: int) -> ThreadPoolExecutor:
+    global _pool, _pool_size
+    with _lock:
+        if _pool is None or _pool_size != n:
+            if _pool is not None:
+                _pool.shutdown(wait=False)
+            _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="course_lib-intraop")
+            _pool_size = n
+        return _pool
+
+
+def _reset_after_fork() -> None:
+    global _pool, _pool_size, _lock
+    _pool = None
+    _pool_size = 0
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def _run_range(fn: Callable[[int, int], T], bounds: List[tuple]) -> List[T]:
+    _local.active = True
+    try:
+        return [fn(b, e) for b, e in bounds]
+    finally:
+        _local.active = False
+
+
+def parallel_chunks(n: int, grain: int, fn: Callable[[int, int], T]) -> List[T]:
+    """Run ``fn(begin, end)`` over ``[0, n)`` cut into chunks of ``grain`` items; results in chunk order.
+
+    Chunks are dealt to ``get_num_threads()`` threads in contiguous runs.  With one thread, one
+    chunk, or when called from inside another ``parallel_chunks``, everything runs inline on the
+    calling thread.  An exception in any chunk is re-raised here.
+    """
+    if n <= 0:
+        return []
+    grain = max(1, int(grain))
+    bounds = [(b, min(b + grain, n)) for b in range(0, n, grain)]
+    threads = min(_num_threads, len(bounds))
+    if threads <= 1 or in_parallel_region():
+        return [fn(b, e) for b, e in bounds] if in_parallel_region() else _run_range(fn, bounds)
+    per = -(-len(bounds) // threads)
+    runs = [bounds[i:i + per] for i in range(0, len(bounds), per)]
+    pool = _get_pool(threads - 1)                # the calling thread is one of the workers
+    futures = [pool.submit(_run_range, fn, run) for run in runs[1:]]
+    results = _run_range(fn, runs[0])          # the calling thread takes the first run, as in OpenMP
+    for f in futures:
+        results.extend(f.result())
+    return results

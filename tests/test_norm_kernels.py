@@ -1,0 +1,217 @@
+"""The normalization kernel (``grouped_norm_forward/backward``) and intra-op threads.
+
+The kernel cuts its groups into chunks and runs them on ``course_lib._parallel``'s threads.
+These tests make the chunks small so that every shape spans several of them, and check:
+results against a float64 reference written from the formulas, bit-for-bit equality between 1
+and 2 threads, inputs whose mean is large compared with their spread (where a one-pass variance
+would lose everything), non-contiguous inputs, and the helpers of ``_parallel``.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import course_lib as cl
+import course_lib.nn.functional as F
+from course_lib import _parallel
+from course_lib._ops import normalization as N
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(N, "_CHUNK_ELEMS", 64)
+    yield
+
+
+@pytest.fixture
+def threads():
+    before = cl.get_num_threads()
+    yield
+    cl.set_num_threads(before)
+
+
+def _ref_forward(x3, eps, w, b, param, subtract_mean=True):
+    x = x3.astype(np.float64)
+    mean = x.mean(axis=(0, 2), keepdims=True) if subtract_mean else np.zeros((1, x.shape[1], 1))
+    xc = x - mean
+    var = (xc * xc).mean(axis=(0, 2), keepdims=True)
+    r = 1 / np.sqrt(var + eps)
+    xhat = xc * r
+    if param == "group":
+        gam = 1 if w is None else w.astype(np.float64)[None, :, None]
+        bet = 0 if b is None else b.astype(np.float64)[None, :, None]
+    else:
+        gam = 1 if w is None else w.astype(np.float64)
+        bet = 0 if b is None else b.astype(np.float64)
+    return xhat * gam + bet, mean.ravel(), r.ravel(), xhat
+
+
+def _ref_backward(dy3, xhat, r, w, param, subtract_mean=True):
+    dy = dy3.astype(np.float64)
+    if param == "group":
+        gam = 1 if w is None else w.astype(np.float64)[None, :, None]
+        dgamma, dbeta = (dy * xhat).sum((0, 2)), dy.sum((0, 2))
+    else:
+        gam = 1 if w is None else w.astype(np.float64)
+        dgamma, dbeta = (dy * xhat).sum((0, 1)), dy.sum((0, 1))
+    d = dy * gam
+    mean_d = d.mean(axis=(0, 2), keepdims=True) if subtract_mean else 0
+    proj = (d * xhat).mean(axis=(0, 2), keepdims=True)
+    dx = r[None, :, None] * (d - mean_d - xhat * proj)
+    return dx, dgamma, dbeta
+
+
+CASES = [
+    # (A, G, B), param, with weight, with bias, subtract_mean
+    ((5, 7, 9), "group", True, True, True),      # BatchNorm-like, several chunks of groups
+    ((3, 4, 1), "group", True, False, True),     # BatchNorm1d: B == 1
+    ((1, 13, 11), "group", False, False, True),  # GroupNorm / InstanceNorm-like
+    ((1, 17, 6), "inner", True, True, True),     # LayerNorm-like
+    ((1, 9, 5), "inner", False, False, True),    # LayerNorm without affine
+    ((1, 10, 7), "inner", True, False, False),   # RMSNorm
+]
+
+
+@pytest.mark.parametrize("shape,param,has_w,has_b,sub", CASES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_kernel_matches_the_formulas(small_chunks, shape, param, has_w, has_b, sub, dtype):
+    rng = np.random.default_rng(0)
+    A, G, B = shape
+    x = rng.standard_normal(shape).astype(dtype)
+    dy = rng.standard_normal(shape).astype(dtype)
+    n = G if param == "group" else B
+    w = rng.standard_normal(n).astype(dtype) if has_w else None
+    b = rng.standard_normal(n).astype(dtype) if has_b else None
+    y, mean, rstd, var = N.grouped_norm_forward(x, 1e-5, w, b, param, subtract_mean=sub)
+    ry, rmean, rr, xhat = _ref_forward(x, 1e-5, w, b, param, sub)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+    assert y.dtype == dtype and y.shape == shape and y.flags.c_contiguous
+    np.testing.assert_allclose(y, ry, **tol)
+    np.testing.assert_allclose(rstd, rr, **tol)
+    np.testing.assert_allclose(mean, rmean, **tol)
+    dx, dgamma, dbeta = N.grouped_norm_backward(dy, x, mean, rstd, w, param, subtract_mean=sub)
+    rdx, rdg, rdb = _ref_backward(dy, xhat, rr, w, param, sub)
+    np.testing.assert_allclose(dx, rdx, **tol)
+    np.testing.assert_allclose(dbeta, rdb, **tol)
+    if has_w or param == "group":
+        np.testing.assert_allclose(dgamma, rdg, **tol)
+
+
+@pytest.mark.parametrize("layer", ["batch", "layer", "group", "rms", "instance"])
+def test_one_thread_and_two_give_identical_bits(small_chunks, threads, layer):
+    cl.manual_seed(0)
+    x = cl.randn(6, 8, 5, 3, requires_grad=True)
+    w = cl.randn(8, requires_grad=True)
+    b = cl.randn(8, requires_grad=True)
+    wl = cl.randn(5, 3, requires_grad=True)
+    g = cl.randn(6, 8, 5, 3)
+    fns = {
+        "batch": lambda: F.batch_norm(x, None, None, w, b, training=True),
+        "layer": lambda: F.layer_norm(x, (5, 3), wl, wl),
+        "group": lambda: F.group_norm(x, 4, w, b),
+        "rms": lambda: F.rms_norm(x, (5, 3), wl),
+        "instance": lambda: F.instance_norm(x, weight=w, bias=b),
+    }
+    results = []
+    for n in (1, 2):
+        cl.set_num_threads(n)
+        for t in (x, w, b, wl):
+            t.grad = None
+        out = fns[layer]()
+        out.backward(g)
+        grads = [t.grad.numpy().copy() for t in (x, w, b, wl) if t.grad is not None]
+        results.append([out.detach().numpy().copy()] + grads)
+    for a, c in zip(*results):
+        assert np.array_equal(a, c)
+
+
+def test_large_mean_small_spread_keeps_its_precision():
+    # mean 1000, spread 0.01: E[x^2] - mean^2 would cancel every significant digit in float32
+    rng = np.random.default_rng(1)
+    base = 1000 + 0.01 * rng.standard_normal((16, 4, 32))
+    x = cl.tensor(base.astype(np.float32), requires_grad=True)
+    y = F.layer_norm(x, (32,))
+    ref = (base - base.mean(-1, keepdims=True)) / np.sqrt(base.var(-1, keepdims=True) + 1e-5)
+    assert np.abs(y.detach().numpy() - ref).max() < 2e-2
+    yb = F.batch_norm(x, None, None, training=True)
+    refb = (base - base.mean((0, 2), keepdims=True)) / np.sqrt(base.var((0, 2), keepdims=True) + 1e-5)
+    assert np.abs(yb.detach().numpy() - refb).max() < 2e-2
+
+
+def test_non_contiguous_inputs(small_chunks):
+    cl.manual_seed(2)
+    base = cl.randn(7, 5, 6, 4)
+    x = base.permute(0, 3, 1, 2)           # (7, 4, 5, 6), not contiguous
+    xc = x.contiguous()
+    for fn in (lambda t: F.batch_norm(t, None, None, training=True), lambda t: F.layer_norm(t, (5, 6)),
+               lambda t: F.group_norm(t, 2), lambda t: F.rms_norm(t, (6,))):
+        np.testing.assert_allclose(fn(x).numpy(), fn(xc).numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_empty_batch_of_rows():
+    x = cl.randn(0, 5, requires_grad=True)
+    w = cl.randn(5, requires_grad=True)
+    y = F.layer_norm(x, (5,), w, w)
+    assert tuple(y.shape) == (0, 5)
+    y.sum().backward()
+    assert tuple(x.grad.shape) == (0, 5)
+    assert np.array_equal(w.grad.numpy(), np.zeros(5, np.float32))
+
+
+# ---------------------------------------------------------------------------
+# course_lib._parallel
+# ---------------------------------------------------------------------------
+def test_parallel_chunks_results_in_chunk_order(threads):
+    for n in (1, 2, 3):
+        cl.set_num_threads(n)
+        assert _parallel.parallel_chunks(10, 3, lambda b, e: (b, e)) == [(0, 3), (3, 6), (6, 9), (9, 10)]
+        assert _parallel.parallel_chunks(0, 3, lambda b, e: (b, e)) == []
+
+
+def test_parallel_chunks_uses_other_threads_and_runs_nested_calls_inline(threads):
+    cl.set_num_threads(2)
+    seen = set()
+    nested = []
+
+    def fn(b, e):
+        seen.add(threading.get_ident())
+        nested.append(_parallel.parallel_chunks(4, 1, lambda b2, e2: threading.get_ident()))
+        return b
+
+    _parallel.parallel_chunks(4, 1, fn)
+    assert len(seen) == 2
+    for idents in nested:
+        assert len(set(idents)) == 1 and idents[0] in seen   # inline, on the thread that called
+    assert not _parallel.in_parallel_region()
+
+
+def test_parallel_chunks_reraises(threads):
+    cl.set_num_threads(2)
+
+    def fn(b, e):
+        if b == 3:
+            raise ValueError("chunk 3 failed")
+        return b
+
+    with pytest.raises(ValueError, match="chunk 3 failed"):
+        _parallel.parallel_chunks(4, 1, fn)
+    assert _parallel.parallel_chunks(4, 1, lambda b, e: b) == [0, 1, 2, 3]   # the pool still works
+
+
+def test_set_num_threads_checks_its_argument(threads):
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(RuntimeError, match="positive integer"):
+            cl.set_num_threads(bad)
+    cl.set_num_threads(3)
+    assert cl.get_num_threads() == 3
+
+
+def test_pool_is_recreated_after_fork(threads):
+    cl.set_num_threads(2)
+    _parallel.parallel_chunks(2, 1, lambda b, e: b)
+    assert _parallel._pool is not None
+    _parallel._reset_after_fork()
+    assert _parallel._pool is None
+    assert _parallel.parallel_chunks(4, 1, lambda b, e: b) == [0, 1, 2, 3]
