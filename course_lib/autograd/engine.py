@@ -238,6 +238,9 @@ def _execute(roots, root_grads, retain_graph, captures, inputs, accumulate, allo
             deps[nxt] = d
             if d == 0:
                 heappush(ready, (-nxt._sequence_nr, id(nxt), nxt))
+        # drop this node's references to gradients now handed on, so that a gradient reaching an
+        # AccumulateGrad is held only by its input buffer and can become .grad without a copy
+        grads = grad_inputs = g = None
 
     if inputs is not None and not accumulate:
         for k, g in enumerate(captured):

@@ -13,7 +13,10 @@ end in an ``AccumulateGrad`` node that adds into ``.grad``.
 from __future__ import annotations
 
 import itertools
+import sys
 import weakref
+
+import numpy as np
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "RemovableHandle", "gradient_edge", "saved_tensors_hooks"]
 
@@ -255,6 +258,8 @@ class AccumulateGrad(Node):
         if var._grad is None:
             if _grad_state.enabled:
                 var._grad = g  # create_graph: keep the graph of the gradient
+            elif sys.getrefcount(g) <= _STEAL_REFS and _stealable(g):
+                var._grad = g  # nobody else holds this gradient: keep it without a copy, as PyTorch does
             else:
                 # a copy: the same gradient tensor may also flow to other leaves
                 var._grad = _fresh_copy(g)
@@ -266,6 +271,42 @@ class AccumulateGrad(Node):
             for hook in list(var._post_acc_hooks.values()):
                 hook(var)
         return ()
+
+
+# References to the incoming gradient while AccumulateGrad.apply looks at it: the engine's input
+# buffer list and its loop variable, the tuple passed to apply, apply's local ``g`` and
+# getrefcount's own argument.  Anything above that (a user's variable, a hook that kept it,
+# another buffer) means it is shared.
+_STEAL_REFS = 5
+
+
+def _stealable(g) -> bool:
+    """Whether ``g`` may become ``.grad`` itself (PyTorch: ``is_tensor_stealable`` in
+    ``torch/csrc/autograd/functions/accumulate_grad.h``): no history, not a view, and no other
+    tensor or numpy view sharing its memory."""
+    if g.grad_fn is not None or g._requires_grad or g._base is not None:
+        return False
+    st = g._storage
+    if st.data is None or st._owner is not None or sys.getrefcount(st) > 3:  # g._storage, local, argument
+        return False
+    if g._offset != 0 or g.numel() != st._size or not g.is_contiguous():
+        return False
+    data = st.data
+    owner = data if data.base is None else data.base
+    if type(owner) is not np.ndarray:
+        return False
+    npc = g._npc
+    # Count the references to the memory's owner that we know of; one more is a view held elsewhere
+    # (for example a hook that kept g.numpy()).
+    known = 2                                    # the local ``owner``, getrefcount's argument
+    known += 2 if data is owner else 1           # st.data and the local ``data``, or data.base
+    if npc is owner:
+        known += 2                               # g._npc and the local ``npc``
+    elif npc is not None:
+        if npc.base is not owner or sys.getrefcount(npc) > (5 if npc is data else 3):
+            return False
+        known += 1                               # npc.base
+    return sys.getrefcount(owner) <= known
 
 
 def _fresh_copy(g):
