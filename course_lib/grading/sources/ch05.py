@@ -674,11 +674,9 @@ def group_norm(x: np.ndarray, num_groups: int, weight: np.ndarray | None = None,
 
 ## 7 · One implementation for the whole family
 
-You have now written four layers that differ only in the axes they reduce over. course_lib has exactly one
-implementation of the arithmetic, `norm_stats` in `course_lib/_ops/normalization.py`, parameterised by those
-axes, and one fused backward, `norm_backward`, parameterised the same way. Every kernel of the family
-(`native_batch_norm`, `native_layer_norm`, `native_group_norm`, `rms_norm_fused` and their backwards) is a
-few lines that choose the axes and call them:
+You have now written four layers that differ only in the axes they reduce over. `course_lib/_ops/normalization.py`
+states the arithmetic once, in two short functions parameterised by those axes: `norm_stats` (statistics and
+$\hat x$) and the fused backward `norm_backward`:
 """, id="shared-md"),
         code(r"""
 from course_lib._ops.normalization import norm_backward, norm_stats
@@ -704,6 +702,34 @@ family = [
 for name, how, mine, layer in family:
     print(f"{name:13} norm_stats over {how:24} vs F.*: largest difference {np.abs(mine - layer.numpy()).max():.1e}")
 """, id="shared-demo"),
+        md(r"""
+The kernels behind `F.batch_norm`, `F.layer_norm`, `F.group_norm`, `F.instance_norm` and `F.rms_norm` go one
+step further and share a single *kernel*, `grouped_norm_forward` / `grouped_norm_backward`. Each layer views
+its input as a 3-d array `(A, G, B)` whose statistics are taken per index `g`, over the axes `A` and `B`:
+
+| layer | view `(A, G, B)` | one group per | gamma, beta |
+|---|---|---|---|
+| BatchNorm | `(N, C, H·W)` | channel | per group |
+| InstanceNorm | `(1, N·C, H·W)` | (sample, channel) | per group (it is batch norm on a reshaped input) |
+| GroupNorm | `(1, N·G, C/G·H·W)` | (sample, group) | per channel, applied around the kernel |
+| LayerNorm | `(1, rows, D)` | row | per position along `B` |
+| RMSNorm | `(1, rows, D)`, no mean | row | per position along `B` |
+
+The kernel computes what `norm_stats` and `norm_backward` compute, arranged for speed: the groups are cut into
+chunks of about a megabyte, each chunk gets all its passes while it sits in the CPU cache, chunks run on
+several threads (`cl.get_num_threads()`, as in PyTorch), and sums along `B` are matrix-vector products with a
+vector of ones, which BLAS does faster than `np.sum`. The result does not depend on the number of threads.
+""", id="shared-kernel-md"),
+        code(r"""
+from course_lib._ops.normalization import grouped_norm_forward
+
+a3 = a.reshape(N, C, -1)                                  # BatchNorm's view of x: (N, C, H*W)
+y3, mean, rstd, var = grouped_norm_forward(a3, eps)
+print("kernel vs norm_stats (BatchNorm):", f"{np.abs(y3.reshape(a.shape) - norm_stats(a, (0, 2, 3), eps)[0]).max():.1e}")
+rows = a.reshape(1, N, -1)                                # LayerNorm((6, 3, 3))'s view: one row per sample
+y3, mean, rstd, var = grouped_norm_forward(rows, eps, param="inner")
+print("kernel vs norm_stats (LayerNorm):", f"{np.abs(y3.reshape(a.shape) - norm_stats(a, (1, 2, 3), eps)[0]).max():.1e}")
+""", id="shared-kernel"),
         md(r"""
 This is also why GroupNorm interpolates between the others: `GroupNorm(1, C)` normalises each sample over
 $(C, H, W)$, like `LayerNorm((C, H, W))`, and `GroupNorm(C, C)` normalises each channel of each sample, like
