@@ -33,6 +33,7 @@ import warnings
 import numpy as np
 from numpy.lib.stride_tricks import as_strided as _np_as_strided
 
+from ._parallel import parallel_copy
 from . import _dtype as D
 from ._device import device as _device_cls
 from ._ops import common as _common
@@ -463,7 +464,7 @@ def tensor(data, *, dtype: D.dtype | None = None, device=None, requires_grad: bo
                 raise NotImplementedError("Cannot copy out of meta tensor; no data!")
             return _check_requires_grad(_common.empty_meta(data._shape, dtype), requires_grad)
         with np.errstate(all="ignore"):
-            arr = np.array(data._np(), dtype=dtype.np)
+            arr = parallel_copy(data._np(), dtype.np)
         return _check_requires_grad(_common.wrap(arr, dtype), requires_grad)
     if isinstance(data, np.ndarray):
         src = _check_numpy(data)
@@ -471,7 +472,7 @@ def tensor(data, *, dtype: D.dtype | None = None, device=None, requires_grad: bo
         if dev == "meta":
             return _check_requires_grad(_common.empty_meta(data.shape, dtype), requires_grad)
         with np.errstate(all="ignore"):
-            arr = np.array(data, dtype=dtype.np, order="C")
+            arr = parallel_copy(data, dtype.np)
         return _check_requires_grad(_common.wrap(arr, dtype), requires_grad)
 
     sizes = _compute_sizes(data)

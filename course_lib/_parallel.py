@@ -22,6 +22,7 @@ threads does not exist.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -89,10 +90,17 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_after_fork)
 
 
-def _run_range(fn: Callable[[int, int], T], bounds: List[tuple]) -> List[T]:
+def _worker(fn: Callable[[int, int], T], bounds: List[tuple], results: list, counter) -> None:
+    """Take chunks from the shared counter until none are left (dynamic scheduling)."""
     _local.active = True
     try:
-        return [fn(b, e) for b, e in bounds]
+        n = len(bounds)
+        while True:
+            i = next(counter)            # itertools.count: atomic under the GIL
+            if i >= n:
+                return
+            b, e = bounds[i]
+            results[i] = fn(b, e)
     finally:
         _local.active = False
 
@@ -100,9 +108,10 @@ def _run_range(fn: Callable[[int, int], T], bounds: List[tuple]) -> List[T]:
 def parallel_chunks(n: int, grain: int, fn: Callable[[int, int], T]) -> List[T]:
     """Run ``fn(begin, end)`` over ``[0, n)`` cut into chunks of ``grain`` items; results in chunk order.
 
-    Chunks are dealt to ``get_num_threads()`` threads in contiguous runs.  With one thread, one
-    chunk, or when called from inside another ``parallel_chunks``, everything runs inline on the
-    calling thread.  An exception in any chunk is re-raised here.
+    The chunks are taken one at a time by ``get_num_threads()`` threads (the calling thread is one
+    of them), so a thread that finishes early takes more.  With one thread, one chunk, or when
+    called from inside another ``parallel_chunks``, everything runs inline on the calling thread.
+    An exception in any chunk is re-raised here.
     """
     if n <= 0:
         return []
@@ -110,12 +119,55 @@ def parallel_chunks(n: int, grain: int, fn: Callable[[int, int], T]) -> List[T]:
     bounds = [(b, min(b + grain, n)) for b in range(0, n, grain)]
     threads = min(_num_threads, len(bounds))
     if threads <= 1 or in_parallel_region():
-        return [fn(b, e) for b, e in bounds] if in_parallel_region() else _run_range(fn, bounds)
-    per = -(-len(bounds) // threads)
-    runs = [bounds[i:i + per] for i in range(0, len(bounds), per)]
+        if in_parallel_region():
+            return [fn(b, e) for b, e in bounds]
+        _local.active = True
+        try:
+            return [fn(b, e) for b, e in bounds]
+        finally:
+            _local.active = False
+    results: list = [None] * len(bounds)
+    counter = itertools.count()
     pool = _get_pool(threads - 1)                # the calling thread is one of the workers
-    futures = [pool.submit(_run_range, fn, run) for run in runs[1:]]
-    results = _run_range(fn, runs[0])          # the calling thread takes the first run, as in OpenMP
+    futures = [pool.submit(_worker, fn, bounds, results, counter) for _ in range(threads - 1)]
+    error = None
+    try:
+        _worker(fn, bounds, results, counter)
+    except BaseException as exc:                 # still wait for the others before raising
+        error = exc
+        for _ in range(len(bounds)):             # let the other threads run out of chunks quickly
+            next(counter)
     for f in futures:
-        results.extend(f.result())
+        try:
+            f.result()
+        except BaseException as exc:
+            if error is None:
+                error = exc
+    if error is not None:
+        raise error
     return results
+
+
+_COPY_MIN = 1 << 20          # elements; below this one thread copies faster than two
+_COPY_GRAIN = 1 << 18
+
+
+def parallel_copy(src, dtype=None):
+    """``np.array(src, dtype, order="C")``, with large copies split across the intra-op threads.
+
+    One core cannot saturate the memory bus on a copy; PyTorch's copy kernel is parallel too.
+    """
+    import numpy as np
+
+    dtype = src.dtype if dtype is None else np.dtype(dtype)
+    n0 = src.shape[0] if src.ndim else 0
+    if _num_threads <= 1 or src.size < _COPY_MIN or n0 < 2 or in_parallel_region():
+        return np.array(src, dtype=dtype, order="C")
+    out = np.empty(src.shape, dtype)
+    row = src.size // n0
+
+    def chunk(b, e):
+        np.copyto(out[b:e], src[b:e], casting="unsafe")
+
+    parallel_chunks(n0, max(1, _COPY_GRAIN // max(1, row)), chunk)
+    return out

@@ -9,6 +9,7 @@ would lose everything), non-contiguous inputs, and the helpers of ``_parallel``.
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -177,6 +178,7 @@ def test_parallel_chunks_uses_other_threads_and_runs_nested_calls_inline(threads
 
     def fn(b, e):
         seen.add(threading.get_ident())
+        time.sleep(0.05)               # releases the GIL: the other thread takes the next chunk
         nested.append(_parallel.parallel_chunks(4, 1, lambda b2, e2: threading.get_ident()))
         return b
 
@@ -215,3 +217,22 @@ def test_pool_is_recreated_after_fork(threads):
     _parallel._reset_after_fork()
     assert _parallel._pool is None
     assert _parallel.parallel_chunks(4, 1, lambda b, e: b) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_parallel_copy_matches_np_array(monkeypatch, threads, n):
+    monkeypatch.setattr(_parallel, "_COPY_MIN", 1)
+    monkeypatch.setattr(_parallel, "_COPY_GRAIN", 7)
+    cl.set_num_threads(n)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((9, 4, 5))
+    for src, dtype in [(a, None), (a.transpose(2, 0, 1), None), (a[::2, :, ::-1], np.float32),
+                       (a * 100, np.int32), (a > 0, None)]:
+        got = _parallel.parallel_copy(src, dtype)
+        want = np.array(src, dtype=dtype, order="C")
+        assert got.dtype == want.dtype and got.flags.c_contiguous and np.array_equal(got, want)
+        assert not np.shares_memory(got, src)
+    t = cl.tensor(a.transpose(1, 0, 2))
+    assert np.array_equal(t.numpy(), a.transpose(1, 0, 2)) and t.is_contiguous()
+    c = t.clone()
+    assert np.array_equal(c.numpy(), t.numpy()) and not np.shares_memory(c.numpy(), t.numpy())

@@ -244,27 +244,29 @@ def grouped_norm_backward(dy3: np.ndarray, x3: np.ndarray, mean: np.ndarray, rst
             xc = np.subtract(xb, _per_group(mean[g0:g1], A, B, dt), out=_scratch("xc", xb.shape, dt))
         else:
             xc = xb
+        partial = None
         if inner:
+            # A == 1: rows of B.  With P = dy * xc, every sum is a matrix-vector product:
+            #   s1 = dy @ gamma,  s2 = P @ gamma,  dgamma += r @ P,  dbeta += 1 @ dy
+            dy2 = dyb[0]
+            gv = ones if weight is None else weight.astype(dt, copy=False)
+            P = np.multiply(dy2, xc[0], out=_scratch("p", dy2.shape, dt))
+            s2 = np.matmul(P, gv).astype(np.float64)
+            s1 = np.matmul(dy2, gv).astype(np.float64) if subtract_mean else None
+            pg = np.matmul(r.astype(dt), P) if weight is not None else None
+            partial = (pg, np.matmul(_ones(g1 - g0, dt), dy2))
             if weight is not None:
-                np.multiply(dyb[0], w_t[:g1 - g0], out=dxb[0])
+                np.multiply(dy2, w_t[:g1 - g0], out=dxb[0])
                 d = dxb
             else:
                 d = dyb
             k1 = r
+            k2 = -(r ** 3) * s2 / m
         else:
             d = dyb
             k1 = r if weight is None else r * weight[g0:g1]
-        s2 = np.vecdot(d, xc).sum(0, dtype=np.float64)
-        s1 = np.matmul(d, ones).sum(0, dtype=np.float64) if subtract_mean or not inner else None
-        partial = None
-        if inner:
-            # dgamma, dbeta along B: sum over the chunk's rows of dy * xc * r and of dy (A == 1)
-            pg = (np.matmul(r.astype(dt), np.multiply(dyb[0], xc[0], out=_scratch("p", xc[0].shape, dt)))
-                  if weight is not None else None)
-            pb = np.matmul(_ones(g1 - g0, dt), dyb[0])
-            partial = (pg, pb)
-            k2 = -(r ** 3) * s2 / m
-        else:
+            s2 = np.vecdot(d, xc).sum(0, dtype=np.float64)
+            s1 = np.matmul(d, ones).sum(0, dtype=np.float64)
             dgamma[g0:g1] = s2 * r
             dbeta[g0:g1] = s1
             k2 = -k1 * r * r * s2 / m

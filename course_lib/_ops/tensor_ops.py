@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype as D
+from .._parallel import parallel_copy
 from .common import (broadcast_shapes, broadcast_two, checked_scalar, contiguous_strides, empty_meta, result_type,
                      wrap, wrap_dim, wrap_dims)
 from .registry import OPS, OpDef, register
@@ -37,7 +38,7 @@ def clone(self, memory_format="preserve_format"):
     """A copy with its own storage; a dense tensor keeps its stride order (preserve_format)."""
     a = self._np()
     if memory_format == "contiguous_format" or a.flags.c_contiguous:
-        return wrap(np.array(a, order="C", copy=True), self.dtype)
+        return wrap(parallel_copy(a), self.dtype)
     r = np.array(a, order="K", copy=True)
     flat = r.ravel(order="K")
     if not np.shares_memory(flat, r):
