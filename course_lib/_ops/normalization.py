@@ -142,6 +142,21 @@ def _per_group(v: np.ndarray, A: int, B: int, dt) -> np.ndarray:
     return e
 
 
+def _sum0(v: np.ndarray) -> np.ndarray:
+    """Sum over the leading axis A, in float64."""
+    return v[0].astype(np.float64) if v.shape[0] == 1 else v.sum(0, dtype=np.float64)
+
+
+def _rowsum(a: np.ndarray, ones: np.ndarray) -> np.ndarray:
+    """Sums along the last axis: a matrix-vector product with ones (BLAS), or nothing to do if B == 1."""
+    return a[..., 0] if a.shape[-1] == 1 else np.matmul(a, ones)
+
+
+def _rowdot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """sum(a * b) along the last axis, without the product as a temporary."""
+    return a[..., 0] * b[..., 0] if a.shape[-1] == 1 else np.vecdot(a, b)
+
+
 def _tile(v, rows: int, dt):
     """``v`` (B,) repeated on ``rows`` rows: a contiguous operand instead of a broadcast one (faster)."""
     if v is None:
@@ -177,13 +192,13 @@ def grouped_norm_forward(x3: np.ndarray, eps: float, weight=None, bias=None, par
     def chunk(g0, g1):
         xb, yb = x3[:, g0:g1], y[:, g0:g1]
         if subtract_mean:
-            mu = np.matmul(xb, ones).sum(0, dtype=np.float64) / m
+            mu = _sum0(_rowsum(xb, ones)) / m
             np.subtract(xb, _per_group(mu, A, B, dt), out=yb)
-            v = np.vecdot(yb, yb).sum(0, dtype=np.float64) / m
+            v = _sum0(_rowdot(yb, yb)) / m
             mean[g0:g1] = mu
             src = yb
         else:
-            v = np.vecdot(xb, xb).sum(0, dtype=np.float64) / m
+            v = _sum0(_rowdot(xb, xb)) / m
             src = xb
         r = 1.0 / np.sqrt(v + eps)
         var[g0:g1] = v
@@ -265,8 +280,8 @@ def grouped_norm_backward(dy3: np.ndarray, x3: np.ndarray, mean: np.ndarray, rst
         else:
             d = dyb
             k1 = r if weight is None else r * weight[g0:g1]
-            s2 = np.vecdot(d, xc).sum(0, dtype=np.float64)
-            s1 = np.matmul(d, ones).sum(0, dtype=np.float64)
+            s2 = _sum0(_rowdot(d, xc))
+            s1 = _sum0(_rowsum(d, ones))
             dgamma[g0:g1] = s2 * r
             dbeta[g0:g1] = s1
             k2 = -k1 * r * r * s2 / m
