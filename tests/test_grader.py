@@ -272,3 +272,35 @@ def test_execute_fails_loudly_on_an_error(tmp_path):
     out = _course("execute", path)
     assert out.returncode == 1 and "ZeroDivisionError" in out.stderr
     assert path.read_bytes() == before
+
+
+def _ref_with_optional_cell():
+    ref = nbio.read(next(SOLUTIONS.glob("05_*.ipynb")))
+    cell = next(c for c in ref.cells if c.get("id") == "bn-torch")
+    assert nbio.grader_replacement(cell) is not None
+    return ref, cell
+
+
+def test_grader_runs_the_replacement_of_an_optional_cell():
+    from course_lib.grading.grader import build_graded_copy
+    ref, cell = _ref_with_optional_cell()
+    learner = nbio.read(ROOT / "notebooks" / "05_normalization.ipynb")
+    plan = build_graded_copy(learner, ref, {})
+    graded = next(c for c in plan.nb.cells if c.get("id") == "bn-torch")
+    assert graded.source == nbio.grader_replacement(cell)
+    assert "torch = None" in graded.source and "import torch" not in graded.source
+    # a learner who edits the cell's metadata cannot keep it: the replacement comes from solutions/
+    mine = next(c for c in learner.cells if c.get("id") == "bn-torch")
+    mine.metadata.pop("grader", None)
+    mine.source = "import torch  # my own version"
+    plan = build_graded_copy(learner, ref, {})
+    assert next(c for c in plan.nb.cells if c.get("id") == "bn-torch").source == graded.source
+
+
+def test_replacements_never_touch_solution_or_check_cells():
+    for path in sorted(SOLUTIONS.glob("*.ipynb")):
+        for c in nbio.read(path).cells:
+            if nbio.grader_replacement(c) is not None:
+                assert not nbio.is_check(c) and not nbio.is_solution(c), (path.name, c.get("id"))
+                # what later cells test for must still be defined
+                assert "torch = None" in nbio.grader_replacement(c)

@@ -253,6 +253,13 @@ def build_graded_copy(learner, ref, replaced: dict[str, str], notes: list[str] |
                 break
         cells.insert(pos, new)
 
+    # optional cells the solutions mark as skipped when grading (by id; never solution or check cells)
+    instead = {c.get("id"): r for c in ref.cells if (r := nbio.grader_replacement(c)) is not None}
+    for c in cells:
+        if c.get("cell_type") == "code" and c["id"] in instead and not nbio.is_check(c) \
+                and solution_exercise(c) is None:
+            c.source = instead[c["id"]]
+
     # cells that timed out before: stub or pass
     for c in cells:
         if c["id"] in replaced:

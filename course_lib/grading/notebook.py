@@ -63,12 +63,28 @@ def md(source: str, id: str) -> NotebookNode:
     return nbformat.v4.new_markdown_cell(_source(source), id=_check_id(id))
 
 
-def code(source: str, id: str, tags: Iterable[str] = ()) -> NotebookNode:
-    """A plain code cell (its output is never stored)."""
+def code(source: str, id: str, tags: Iterable[str] = (), grader_runs: str | None = None) -> NotebookNode:
+    """A plain code cell (its output is never stored).
+
+    ``grader_runs``: the source ``course grade`` runs instead of this cell, for an optional cell
+    that only costs time when grading (importing PyTorch for a comparison, say).  It must leave
+    behind whatever later cells use (``torch = None``).  The grader reads it from solutions/, so a
+    learner's copy cannot change it.
+    """
     cell = nbformat.v4.new_code_cell(_source(source), id=_check_id(id))
     if tags:
         cell.metadata["tags"] = list(tags)
+    if grader_runs is not None:
+        cell.metadata["grader"] = {"runs_instead": _source(grader_runs)}
     return cell
+
+
+def grader_replacement(cell) -> str | None:
+    """The source the grader runs instead of this cell (see ``code(grader_runs=...)``), if any."""
+    g = cell.get("metadata", {}).get("grader")
+    if isinstance(g, dict) and isinstance(g.get("runs_instead"), str):
+        return g["runs_instead"]
+    return None
 
 
 def solution(exercise: str, source: str, id: str) -> NotebookNode:

@@ -729,7 +729,7 @@ if importlib.util.find_spec("torch") is not None:
     import torch            # only for the comparison; importing it takes a few seconds
     torch.set_num_threads(1)  # one thread, like numpy's add: we compare per-call costs, not parallelism
 print("comparing with PyTorch", torch.__version__ if torch is not None else "(not installed: skipped)")
-""", id="measure-torch"),
+""", id="measure-torch", grader_runs="torch = None  # `course grade` skips the optional comparison with PyTorch"),
         code(r"""
 from matplotlib.ticker import FuncFormatter
 

@@ -1189,7 +1189,7 @@ if importlib.util.find_spec("torch") is not None:
     import torch              # only for the comparison; importing it takes a few seconds
     torch.set_num_threads(1)
 print("comparing with PyTorch", torch.__version__ if torch is not None else "(not installed: skipped)")
-""", id="measure-torch"),
+""", id="measure-torch", grader_runs="torch = None  # `course grade` skips the optional comparison with PyTorch"),
         code(r"""
 def floor_conv(x, w):
     # course_lib's kernel without the framework: pad, window view, columns, one product

@@ -249,7 +249,7 @@ if torch is not None:
     ty = tbn(tx)
     print("torch", torch.__version__, "running_mean", tbn.running_mean.numpy(), "running_var", tbn.running_var.numpy())
     print("largest difference from course_lib's output:", float(np.abs(ty.detach().numpy() - y.detach().numpy()).max()))
-""", id="bn-torch"),
+""", id="bn-torch", grader_runs="torch = None  # `course grade` skips the optional comparison with PyTorch"),
         md(r"""
 ## Exercise 05.2 · batch_norm_forward: training and evaluation (3 points)
 

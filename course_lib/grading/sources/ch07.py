@@ -66,13 +66,14 @@ from course_lib.viz import draw_strides
 # every file this notebook writes goes to a temporary folder, deleted when the kernel stops
 _workdir = tempfile.TemporaryDirectory(prefix="ch07-")
 WORK = Path(_workdir.name)
-
+""", id="setup"),
+        code(r"""
 try:  # PyTorch is optional: a few demos compare with it when it is installed
     import torch
 except ImportError:
     torch = None
 print("PyTorch for comparison:", torch.__version__ if torch is not None else "not installed")
-""", id="setup"),
+""", id="torch-import", grader_runs="torch = None  # `course grade` skips the optional comparison with PyTorch"),
 
         # ------------------------------------------------------------------ 1 pickle
         md(r"""
