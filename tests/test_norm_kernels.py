@@ -236,3 +236,29 @@ def test_parallel_copy_matches_np_array(monkeypatch, threads, n):
     assert np.array_equal(t.numpy(), a.transpose(1, 0, 2)) and t.is_contiguous()
     c = t.clone()
     assert np.array_equal(c.numpy(), t.numpy()) and not np.shares_memory(c.numpy(), t.numpy())
+
+
+@pytest.mark.parametrize("axes,view", [((0, 2, 3), "bn"), ((1, 2, 3), "ln"), ((2, 3), "in")])
+def test_readable_reference_agrees_with_the_kernel(axes, view):
+    # norm_stats / norm_backward are what chapter 05 shows; the layers run grouped_norm_*
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((4, 6, 3, 5))
+    dy = rng.standard_normal(x.shape)
+    gamma = rng.standard_normal(6)
+    N_, C = x.shape[:2]
+    if view == "bn":
+        x3, dy3, param, g = x.reshape(N_, C, -1), dy.reshape(N_, C, -1), "group", gamma
+        gb = gamma.reshape(1, C, 1, 1)
+    elif view == "ln":
+        x3, dy3, param = x.reshape(1, N_, -1), dy.reshape(1, N_, -1), "inner"
+        g = gamma.repeat(15)                     # LayerNorm((6, 3, 5)) with a per-channel weight
+        gb = gamma.reshape(1, C, 1, 1) * np.ones((1, C, 3, 5))
+    else:
+        x3, dy3, param, g, gb = x.reshape(1, N_ * C, -1), dy.reshape(1, N_ * C, -1), "group", None, None
+    xhat, mean, invstd, _ = N.norm_stats(x, axes, 1e-5)
+    y3, m3, r3, _ = N.grouped_norm_forward(x3, 1e-5, g, None, param)
+    expect_y = xhat * gb if gb is not None else xhat
+    np.testing.assert_allclose(y3.reshape(x.shape), expect_y, rtol=1e-10, atol=1e-12)
+    dx = N.norm_backward(dy, xhat, invstd, axes, gb)
+    dx3, _, _ = N.grouped_norm_backward(dy3, x3, m3, r3, g, param)
+    np.testing.assert_allclose(dx3.reshape(x.shape), dx, rtol=1e-9, atol=1e-12)

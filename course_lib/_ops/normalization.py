@@ -40,7 +40,8 @@ from .._parallel import parallel_chunks
 
 
 # ---------------------------------------------------------------------------
-# the shared implementation
+# the arithmetic, stated once over any axes (chapter 05 shows these two); the kernel below
+# computes the same thing arranged for speed, and tests check one against the other
 # ---------------------------------------------------------------------------
 def norm_stats(x: np.ndarray, axes: tuple, eps: float, subtract_mean: bool = True):
     """(xhat, mean, invstd, biased var) with the statistics kept as broadcastable (keepdims) arrays."""
