@@ -18,6 +18,7 @@ import course_lib as cl
 import course_lib.nn.functional as F
 from course_lib import _parallel
 from course_lib._ops import normalization as N
+from course_lib.utils.data import DataLoader, Dataset
 
 
 @pytest.fixture
@@ -262,3 +263,27 @@ def test_readable_reference_agrees_with_the_kernel(axes, view):
     dx = N.norm_backward(dy, xhat, invstd, axes, gb)
     dx3, _, _ = N.grouped_norm_backward(dy3, x3, m3, r3, g, param)
     np.testing.assert_allclose(dx3.reshape(x.shape), dx, rtol=1e-9, atol=1e-12)
+
+
+class _NormedRows(Dataset):
+    """Each item runs a threaded kernel inside the worker process."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        cl.manual_seed(i)
+        x = cl.randn(16, 8)
+        return F.layer_norm(x, (8,)).sum(1), F.layer_norm(x, (8,))
+
+
+def test_dataloader_workers_forked_after_the_pool_started(small_chunks, threads):
+    # the parent's pool threads do not exist in a forked worker: the pool must be rebuilt there
+    cl.set_num_threads(2)
+    ds = _NormedRows()
+    _parallel.parallel_chunks(4, 1, lambda b, e: b)      # the parent's pool is running
+    assert _parallel._pool is not None
+    inline = [ds[i][1].numpy() for i in range(len(ds))]
+    loader = DataLoader(ds, batch_size=2, num_workers=2, timeout=30)
+    got = [b[1].numpy() for b in loader]
+    np.testing.assert_array_equal(np.concatenate(got), np.stack(inline))
