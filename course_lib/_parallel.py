@@ -58,7 +58,9 @@ def get_num_threads() -> int:
 def set_num_threads(n: int) -> None:
     """Set the number of threads used for intra-op parallelism (like ``torch.set_num_threads``)."""
     global _num_threads
-    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
+    if n <= 0:
         raise RuntimeError("set_num_threads expects a positive integer")
     _num_threads = n
 
@@ -118,16 +120,13 @@ def parallel_chunks(n: int, grain: int, fn: Callable[[int, int], T]) -> List[T]:
     grain = max(1, int(grain))
     bounds = [(b, min(b + grain, n)) for b in range(0, n, grain)]
     threads = min(_num_threads, len(bounds))
-    if threads <= 1 or in_parallel_region():
-        if in_parallel_region():
-            return [fn(b, e) for b, e in bounds]
-        _local.active = True
-        try:
-            return [fn(b, e) for b, e in bounds]
-        finally:
-            _local.active = False
     results: list = [None] * len(bounds)
     counter = itertools.count()
+    if in_parallel_region():                     # nested: inline, already marked
+        return [fn(b, e) for b, e in bounds]
+    if threads <= 1:
+        _worker(fn, bounds, results, counter)    # inline on this thread
+        return results
     pool = _get_pool(threads - 1)                # the calling thread is one of the workers
     futures = [pool.submit(_worker, fn, bounds, results, counter) for _ in range(threads - 1)]
     error = None

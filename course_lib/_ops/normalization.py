@@ -342,9 +342,6 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
                     ("bias", bias)):
         if t is not None and t.numel() != C:
             raise RuntimeError(f"{name} should contain {C} elements not {t.numel()}")
-    shp = _bn_shape(x.ndim)
-    w_b = weight._np().reshape(shp) if weight is not None else None
-    b_b = bias._np().reshape(shp) if bias is not None else None
     if training:
         w = weight._np().reshape(-1) if weight is not None else None
         b = bias._np().reshape(-1) if bias is not None else None
@@ -366,6 +363,9 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
         save_mean = mean.reshape(-1)
         save_invstd = invstd.reshape(-1)
     else:
+        shp = _bn_shape(x.ndim)
+        w_b = weight._np().reshape(shp) if weight is not None else None
+        b_b = bias._np().reshape(shp) if bias is not None else None
         mean = running_mean._np().reshape(shp)
         invstd = 1.0 / np.sqrt(running_var._np().reshape(shp) + eps)
         k = invstd if w_b is None else invstd * w_b
@@ -391,9 +391,6 @@ def native_batch_norm_backward(grad_out, input, weight, running_mean, running_va
     """The fused backward of batch norm: (dx, dgamma, dbeta) in one pass over the data."""
     x = input._np()
     dy = grad_out._np()
-    axes = _bn_axes(x.ndim)
-    shp = _bn_shape(x.ndim)
-    g = weight._np().reshape(shp) if weight is not None else None
     if train:
         C = x.shape[1]
         dx3, dgamma, dbeta = grouped_norm_backward(
@@ -401,6 +398,9 @@ def native_batch_norm_backward(grad_out, input, weight, running_mean, running_va
             None if weight is None else weight._np().reshape(-1), "group")
         dx = dx3.reshape(x.shape)
     else:
+        axes = _bn_axes(x.ndim)
+        shp = _bn_shape(x.ndim)
+        g = weight._np().reshape(shp) if weight is not None else None
         mean = running_mean._np().reshape(shp)
         invstd = 1.0 / np.sqrt(running_var._np().reshape(shp) + eps)
         xhat = (x - mean) * invstd
