@@ -408,6 +408,8 @@ def _fast_path(data, sizes: list, dtype: D.dtype | None):
     types = set(map(type, flat))
     if not types <= _SCALAR_TYPES:
         return None
+    if arr.dtype == np.float64 and builtins.float not in types:
+        return None  # numpy made floats of ints beyond int64 (e.g. [0, 2**63]): the reference path raises
     if dtype is None:
         if builtins.float in types:
             dtype = D.get_default_dtype()
