@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
 notebooks: $(STAMP)
+	$(BIN)/course build
 	$(BIN)/course make-student
 
 clean:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from course_lib.grading import notebook as nbio
+from course_lib.grading.build import build, read_source, source_text
 from course_lib.grading.grader import ERROR, FAIL, NOT_ATTEMPTED, PASS, TIMEOUT, grade_many, grade_notebook
-from course_lib.grading.student import make_student, reset_exercise, stub_source
+from course_lib.grading.student import CourseError, make_student, reset_exercise, stub_source
 
 from grading_cases import cases  # tests/ is on sys.path (rootdir-less "prepend" import)
 
@@ -304,3 +306,105 @@ def test_replacements_never_touch_solution_or_check_cells():
                 assert not nbio.is_check(c) and not nbio.is_solution(c), (path.name, c.get("id"))
                 # what later cells test for must still be defined
                 assert "torch = None" in nbio.grader_replacement(c)
+
+
+# ------------------------------------------------------------------ build (chapter sources)
+
+DEMO_SOURCE = '''# ---
+# jupyter:
+#   course:
+#     title: Demo
+# ---
+
+# %% [markdown] id="intro"
+# # 00 · Demo
+
+# %% id="ex-00-1-solution" tags=["solution"] exercise="00.1"
+def double(x):
+    ### BEGIN SOLUTION
+    return 2 * x
+    ### END SOLUTION
+
+
+# %% id="ex-00-1-check" tags=["check", "nbval-check-output"] exercise="00.1" points=1
+check("00.1", double)
+
+# %% id="optional" grader_runs="torch = None"
+import torch
+'''
+
+
+def _demo_chapter(tmp_path, text=DEMO_SOURCE):
+    folder = tmp_path / "chapters" / "00_demo"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "notebook.py").write_text(text, encoding="utf-8")
+    return tmp_path / "chapters", tmp_path / "solutions"
+
+
+def test_build_writes_the_solutions_notebook(tmp_path):
+    chapters, solutions = _demo_chapter(tmp_path)
+    assert build(chapters, solutions, check=True) == ["00_demo.ipynb (missing)"]
+    assert build(chapters, solutions) == ["00_demo.ipynb (missing)"]
+    nb = nbio.read(solutions / "00_demo.ipynb")
+    assert nb.metadata["course"] == {"title": "Demo", "chapter": "00"}
+    intro, sol, chk, opt = nb.cells
+    assert (intro.id, intro.cell_type, intro.source) == ("intro", "markdown", "# 00 · Demo")
+    assert sol.metadata == {"tags": ["solution"], "grading": {"exercise": "00.1"}}
+    assert sol.source.startswith("def double(x):\n    ### BEGIN SOLUTION")
+    assert chk.metadata == {"tags": ["check", "nbval-check-output"], "grading": {"exercise": "00.1", "points": 1}}
+    assert chk.source == 'check("00.1", double)' and chk.outputs == [] and chk.execution_count is None
+    assert nbio.grader_replacement(opt) == "torch = None" and opt.source == "import torch"
+    assert source_text(*read_source(chapters / "00_demo" / "notebook.py")) == DEMO_SOURCE
+    assert build(chapters, solutions) == []
+    # blank lines between cells are layout, not content
+    assert "SOLUTION\n\n\n#" in DEMO_SOURCE
+    _demo_chapter(tmp_path, DEMO_SOURCE.replace("SOLUTION\n\n\n#", "SOLUTION\n\n#"))
+    assert build(chapters, solutions) == []
+
+
+def test_build_keeps_stored_outputs_of_unchanged_check_cells(tmp_path):
+    import nbformat
+
+    chapters, solutions = _demo_chapter(tmp_path)
+    build(chapters, solutions)
+    path = solutions / "00_demo.ipynb"
+    nb = nbio.read(path)
+    nb.cells[2].outputs = [nbformat.v4.new_output("stream", name="stdout", text="✓ 00.1 double: 3/3 cases\n")]
+    nb.cells[2].execution_count = 2
+    nbio.save(nb, path)
+    _demo_chapter(tmp_path, DEMO_SOURCE.replace("return 2 * x", "return x + x"))
+    assert build(chapters, solutions) == ["00_demo.ipynb"]
+    kept = nbio.read(path).cells[2]
+    assert kept.outputs == nb.cells[2].outputs and kept.execution_count == 2
+    # a check cell that changes loses its output (run `course execute`)
+    _demo_chapter(tmp_path, DEMO_SOURCE.replace("double", "twice"))
+    build(chapters, solutions)
+    assert nbio.read(path).cells[2].outputs == []
+    out = _course("build", "--check", "--chapters", chapters, "--solutions", solutions)
+    assert out.returncode == 0 and "up to date" in out.stdout
+    _demo_chapter(tmp_path, DEMO_SOURCE.replace("Demo", "Demo two"))
+    out = _course("build", "--check", "--chapters", chapters, "--solutions", solutions)
+    assert out.returncode == 1 and "00_demo.ipynb" in out.stdout
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ('points=1', 'points=1 point=2', "unknown header keys ['point']"),
+    ('# %% [markdown] id="intro"', '# %% [markdown]', "without id"),
+    ('# %% [markdown] id="intro"', '# %% [markdown] id="intro" tags=["x"]', "only an id"),
+    ('check("00.1", double)', 'check("00.1", double)  # mine', "exactly check"),
+    ('check("00.1", double)', 'check("00.2", double)', "exactly check"),
+    ('    ### END SOLUTION\n', '', "no '### BEGIN SOLUTION' ... '### END SOLUTION' region"),
+    (' exercise="00.1"\ndef', '\ndef', "exercise id None"),
+    ('points=1', 'points=0', "points must be a positive int"),
+    ('id="optional"', 'id="optional" exercise="00.1"', "do not belong"),
+    ('tags=["check", "nbval-check-output"]', 'tags=["check"]', "tags must be ['check', 'nbval-check-output']"),
+    ('id="intro"', 'id="ex-00-1-check"', "duplicate cell ids"),
+    ('id="intro"', 'id="intro cell"', "not valid"),
+    ('#     title: Demo\n', '', "must give the title"),
+])
+def test_build_refuses_a_malformed_source(tmp_path, old, new, message):
+    assert old in DEMO_SOURCE
+    chapters, solutions = _demo_chapter(tmp_path, DEMO_SOURCE.replace(old, new, 1))
+    with pytest.raises(CourseError, match=re.escape(message)):
+        build(chapters, solutions)
+    assert not solutions.exists()

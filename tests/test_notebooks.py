@@ -10,6 +10,7 @@ import nbformat
 import pytest
 
 from course_lib.grading import notebook as nbio
+from course_lib.grading.build import chapter_dirs, read_source, solutions_notebook, source_text
 from course_lib.grading.checks import get_exercise
 from course_lib.grading.grader import NOT_ATTEMPTED, PASS, grade_many
 from course_lib.grading.student import make_student, student_notebook
@@ -17,6 +18,7 @@ from course_lib.grading.student import make_student, student_notebook
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = sorted(p for p in (ROOT / "solutions").glob("*.ipynb") if not p.name.startswith("."))
 NOTEBOOKS = ROOT / "notebooks"
+CHAPTERS = ROOT / "chapters"
 RANDOM_ID = re.compile(r"^[0-9a-f]{8}(-[0-9a-f]{4}){0,4}([0-9a-f]{8})?$")  # what Jupyter generates
 
 params = pytest.mark.parametrize("path", SOLUTIONS, ids=[p.stem for p in SOLUTIONS])
@@ -107,20 +109,27 @@ def test_learner_notebook_has_no_answers(path):
         assert c.get("outputs", []) == []
 
 
-@params
-def test_build_script_matches(path):
-    """Chapters built by a script in course_lib/grading/sources/ stay in sync with it."""
-    import importlib
+def test_every_solutions_notebook_has_a_chapter_source():
+    assert {f"{d.name}.ipynb" for d in chapter_dirs(CHAPTERS).values()} == {p.name for p in SOLUTIONS}
 
-    try:
-        mod = importlib.import_module(f"course_lib.grading.sources.ch{path.name[:2]}")
-    except ModuleNotFoundError:
-        pytest.skip("no build script for this chapter; solutions/ is edited directly")
-    built = mod.cells()
-    stored = nbio.read(path).cells
+
+@params
+def test_chapter_source_builds_the_solutions_notebook(path):
+    """solutions/NN_name.ipynb is what `course build` makes of chapters/NN_name/notebook.py."""
+    stored = nbio.read(path)
+    built = solutions_notebook(CHAPTERS / path.stem, stored)
     strip = lambda c: {k: v for k, v in c.items() if k not in ("outputs", "execution_count")}  # noqa: E731
-    assert [strip(c) for c in stored] == [strip(c) for c in built], (
-        f"solutions/{path.name} and {mod.__name__} differ: rebuild, then `course execute` and `course make-student`")
+    assert [strip(c) for c in stored.cells] == [strip(c) for c in built.cells], (
+        f"solutions/{path.name} and chapters/{path.stem}/notebook.py differ: run `course build`, "
+        "then `course execute` and `course make-student`")
+    assert nbio.dumps(built) == path.read_text(encoding="utf-8"), "run `course build`"
+
+
+@params
+def test_chapter_source_round_trips(path):
+    """Reading a chapter source and writing it back gives the same text (ids, roles, code, prose)."""
+    source = CHAPTERS / path.stem / "notebook.py"
+    assert source_text(*read_source(source)) == source.read_text(encoding="utf-8")
 
 
 @pytest.mark.slow

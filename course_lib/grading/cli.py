@@ -1,4 +1,4 @@
-"""The ``course`` command: ``course grade | make-student | reset | execute``."""
+"""The ``course`` command: ``course grade | make-student | reset | execute | build``."""
 from __future__ import annotations
 
 import argparse
@@ -64,6 +64,14 @@ def _parser() -> argparse.ArgumentParser:
                                    "of check cells only; fail if any cell raises.")
     e.add_argument("notebooks", nargs="+")
     e.add_argument("--timeout", type=int, default=600, help="seconds a cell may run (default 600)")
+
+    b = sub.add_parser("build", help="(authors) build solutions/ from the chapter sources in chapters/",
+                       description="Write each chapters/NN_name/notebook.py as solutions/NN_name.ipynb, keeping "
+                                   "the stored output of every check cell that did not change.")
+    b.add_argument("only", nargs="*", metavar="CHAPTER", help="chapter numbers, e.g. 03 (default: every chapter)")
+    b.add_argument("--check", action="store_true", help="write nothing; exit 1 if solutions/ is out of date")
+    b.add_argument("--chapters", type=Path, metavar="DIR", help="the chapters/ folder (found automatically)")
+    b.add_argument("--solutions", type=Path, metavar="DIR", help="the solutions/ folder (default: beside chapters/)")
     return p
 
 
@@ -80,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
             from .execute import main as execute_main
 
             return execute_main(args.notebooks, args.timeout)
+        if args.command == "build":
+            return _build(args)
     except CourseError as e:
         print(f"course {args.command}: {e}", file=sys.stderr)
         return 2
@@ -115,6 +125,33 @@ def _make_student(args) -> int:
         print(f"wrote {notebooks / name.split(' ')[0]}")
     if not changed:
         print(f"{notebooks} was already up to date")
+    return 0
+
+
+def _build(args) -> int:
+    from . import notebook as nbio
+    from .build import build
+    from .student import find_solutions_dir
+
+    chapters = args.chapters or find_solutions_dir().parent / "chapters"
+    solutions = args.solutions or chapters.parent / "solutions"
+    changed = build(chapters, solutions, args.only, check=args.check)
+    if args.check:
+        if changed:
+            print(f"{solutions} is out of date with {chapters}:")
+            for name in changed:
+                print(f"  {name}")
+            print("run `course build` to rebuild it")
+            return 1
+        print(f"{solutions} is up to date")
+        return 0
+    for name in changed:
+        path = solutions / name.split(" ")[0]
+        print(f"wrote {path}")
+        if any(not c.outputs for c in nbio.check_cells(nbio.read(path))):
+            print(f"  a check cell has no stored output: run `course execute {path}`")
+    if not changed:
+        print(f"{solutions} was already up to date")
     return 0
 
 

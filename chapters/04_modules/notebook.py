@@ -1,0 +1,1267 @@
+# ---
+# jupyter:
+#   course:
+#     title: Modules
+# ---
+
+# %% [markdown] id="intro"
+# # 04 · Modules
+#
+# Chapters 01 to 03 built tensors and autograd: you can now compute a loss and get its gradient. A neural
+# network needs one more thing, a way to **organise** the tensors it learns. `nn.Module` is that: an object
+# that owns parameters, buffers and other modules, can walk them, save and load them, switch between
+# training and evaluation, and call hooks around its forward pass. Almost everything in `torch.nn` is a
+# `Module`, from `Linear` to a whole ResNet.
+#
+# **You will build**
+#
+# - `MiniModule.__setattr__`: the routing that makes `self.fc = nn.Linear(...)` register a child;
+# - `named_parameters`: the depth-first walk, with the deduplication that keeps shared weights from being
+#   updated twice;
+# - `load_state_dict` with strict key checking and PyTorch's error messages;
+# - `record_activations`: forward hooks that collect activation statistics, which we then plot;
+# - `MyLinear`, a layer from scratch, and `conv2d_im2col`, a convolution as one matrix product;
+# - `make_layer`, the function that stacks ResNet's residual blocks;
+# - `sgd_step`, stochastic gradient descent with momentum, exactly as `torch.optim.SGD` does it.
+#
+# Then you will train a small convolutional network to over 95% test accuracy in a few seconds and measure
+# where its time goes.
+#
+# *Prerequisites:* chapter 03 (autograd: `requires_grad`, `backward`, `no_grad`); Python classes,
+# `__getattr__`/`__setattr__`. *Expected time:* about 3 hours.
+
+# %% id="setup"
+import time
+import timeit
+
+import numpy as np
+import matplotlib.pyplot as plt
+
+import course_lib as cl
+from course_lib import nn
+from course_lib.nn import functional as F
+from course_lib.grading import check
+
+
+# %% [markdown] id="dicts-md"
+# ## 1 · A module is three dictionaries
+#
+# Write a network the usual way and look inside it. `Module.__init__` creates a few ordered dictionaries
+# before anything else happens; the three that matter most are
+#
+# | dictionary | holds | example |
+# |---|---|---|
+# | `_parameters` | `nn.Parameter`s: tensors the optimizer updates | `fc.weight`, `fc.bias` |
+# | `_buffers` | other tensors that are part of the model's state | BatchNorm's `running_mean` |
+# | `_modules` | child modules | `self.fc`, `self.bn` |
+#
+# Ordinary attributes (`self.hidden = 16`) still go to the instance's `__dict__`. The next cell shows where
+# each assignment of a small network ended up.
+
+# %% id="dicts-demo"
+class Tiny(nn.Module):
+    def __init__(self, hidden: int = 4):
+        super().__init__()                       # creates _parameters, _buffers, _modules, hook dicts, ...
+        self.hidden = hidden                     # a plain attribute
+        self.fc = nn.Linear(3, hidden)           # a child module
+        self.bn = nn.BatchNorm1d(hidden)         # a child module with buffers
+        self.scale = nn.Parameter(cl.ones(1))    # a parameter of Tiny itself
+        self.register_buffer("steps", cl.zeros((), dtype=cl.int64))                # a buffer
+        self.register_buffer("scratch", cl.zeros(hidden), persistent=False)        # not saved
+
+    def forward(self, x):
+        return self.bn(self.fc(x)).relu() * self.scale
+
+
+net = Tiny()
+print("_parameters:", list(net._parameters))
+print("_buffers:   ", list(net._buffers), "  non-persistent:", sorted(net._non_persistent_buffers_set))
+print("_modules:   ", list(net._modules))
+print("__dict__:   ", [k for k in vars(net) if not k.startswith("_")])
+print("net.fc is net._modules['fc']:", net.fc is net._modules["fc"])
+print("'fc' in vars(net):", "fc" in vars(net))
+print(net)
+
+
+# %% [markdown] id="setattr-md"
+# `net.fc` works although `fc` is not in `vars(net)`: Python calls `Module.__getattr__` when ordinary lookup
+# fails, and it looks in the three dictionaries. The work is done on the way *in*, by `Module.__setattr__`,
+# which runs on **every** `self.x = value`. In PyTorch's order:
+#
+# 1. a `Parameter` goes to `_parameters` (after removing the name from `__dict__`, `_buffers` and `_modules`,
+#    so an old plain attribute cannot shadow it);
+# 2. a name that is already a parameter accepts only `None` (the slot stays, empty), anything else is a
+#    `TypeError`;
+# 3. a `Module` goes to `_modules` (after removing the name from the other places); a name that is already a
+#    child accepts only a module or `None`;
+# 4. a name that is already a buffer accepts a tensor or `None`;
+# 5. anything else, including a plain tensor under a new name, becomes an ordinary attribute.
+#
+# Assigning before `super().__init__()` fails, because the dictionaries do not exist yet. Each error message
+# says what to do:
+
+# %% id="setattr-errors"
+def show_error(statement, **names):
+    try:
+        exec(statement, {"cl": cl, "nn": nn, **names})
+    except Exception as e:
+        print(f"{statement:28} -> {type(e).__name__}: {e}")
+
+
+m = nn.Module()
+m.w = nn.Parameter(cl.ones(2))
+m.sub = nn.Linear(2, 2)
+m.register_buffer("buf", cl.zeros(2))
+show_error("m.w = cl.zeros(2)", m=m)
+show_error("m.sub = 3", m=m)
+show_error("m.buf = 'text'", m=m)
+
+
+class TooEarly(nn.Module):
+    def __init__(self):
+        self.w = nn.Parameter(cl.ones(1))
+        super().__init__()
+
+
+show_error("TooEarly()", TooEarly=TooEarly)
+m.w = None
+print("after m.w = None:", dict(m._parameters))
+
+# %% [markdown] id="ex-04-1-task"
+# > **In PyTorch:** `torch/nn/modules/module.py`. Read `Module.__init__` (it uses `super().__setattr__` for its
+# > own dictionaries, for the same reason `MiniModule` below uses `object.__setattr__`), then `__setattr__`,
+# > `__getattr__` and `__delattr__`, and `register_parameter`/`register_buffer`/`add_module`.
+# > `course_lib/nn/modules/module.py` follows the same order of checks.
+#
+# ## Exercise 04.1 · `MiniModule.__setattr__` (2 points)
+#
+# `MiniModule` below is a `Module` cut down to its three dictionaries. `__init__`, `register_buffer` and
+# `__getattr__` are given; write `__setattr__(self, name, value)` following rules 1-5 above:
+#
+# - a `nn.Parameter` goes into `self._parameters[name]`, after deleting `name` from `self.__dict__`,
+#   `_buffers` and `_modules`; if `_parameters` does not exist yet (no `__init__` call so far) raise
+#   `AttributeError("cannot assign parameters before Module.__init__() call")`;
+# - if `name` is already in `_parameters`: `None` is stored there, anything else raises
+#   `TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' (torch.nn.Parameter or None expected)")`;
+# - a `MiniModule` goes into `_modules` (deleting `name` from `__dict__`, `_parameters`, `_buffers`); if `name`
+#   is already in `_modules`, `None` is stored, anything else raises
+#   `TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' (torch.nn.Module or None expected)")`;
+# - if `name` is in `_buffers`: a `cl.Tensor` or `None` is stored there, anything else raises
+#   `TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' (torch.nn.Buffer, torch.Tensor or None expected)")`;
+# - otherwise `object.__setattr__(self, name, value)`.
+#
+# `_typename` names types the way PyTorch's messages do (`'torch.FloatTensor'`, `'int'`). The check
+# subclasses your class, makes the assignments of the cells above (and a few more), and compares where each
+# value landed, and each error, with what `nn.Module` does.
+#
+# *Hint:* read the dictionaries with `self.__dict__.get("_parameters")`: plain `self._parameters` would call
+# your `__getattr__` before `__init__` has run.
+
+# %% id="ex-04-1-solution" tags=["solution"] exercise="04.1"
+import course_lib as cl
+from course_lib import nn
+from course_lib.nn.modules.module import _typename
+
+
+class MiniModule:
+    """A Module cut down to its three dictionaries."""
+
+    def __init__(self):
+        # object.__setattr__: our own __setattr__ needs these dictionaries to exist first
+        object.__setattr__(self, "_parameters", {})
+        object.__setattr__(self, "_buffers", {})
+        object.__setattr__(self, "_modules", {})
+
+    def register_buffer(self, name, tensor):
+        self._buffers[name] = tensor
+
+    def __getattr__(self, name):
+        # only called when ordinary lookup fails
+        for store in ("_parameters", "_buffers", "_modules"):
+            d = self.__dict__.get(store, {})
+            if name in d:
+                return d[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __setattr__(self, name, value):
+        """Route `value` to _parameters, _modules, _buffers or the instance's __dict__."""
+        ### BEGIN SOLUTION
+        params = self.__dict__.get("_parameters")
+        buffers = self.__dict__.get("_buffers")
+        modules = self.__dict__.get("_modules")
+
+        def remove_from(*dicts):
+            for d in dicts:
+                if d is not None:
+                    d.pop(name, None)
+
+        if isinstance(value, nn.Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            remove_from(self.__dict__, buffers, modules)
+            params[name] = value
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
+                                "(torch.nn.Parameter or None expected)")
+            params[name] = None
+        elif isinstance(value, MiniModule):
+            if modules is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            remove_from(self.__dict__, params, buffers)
+            modules[name] = value
+        elif modules is not None and name in modules:
+            if value is not None:
+                raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
+                                "(torch.nn.Module or None expected)")
+            modules[name] = None
+        elif buffers is not None and name in buffers:
+            if value is not None and not isinstance(value, cl.Tensor):
+                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
+                                "(torch.nn.Buffer, torch.Tensor or None expected)")
+            buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+        ### END SOLUTION
+
+
+# %% id="ex-04-1-check" tags=["check", "nbval-check-output"] exercise="04.1" points=2
+check("04.1", MiniModule)
+
+# %% [markdown] id="traversal-md"
+# ## 2 · Walking the tree, once per object
+#
+# Every "for all parameters" in PyTorch is a walk over `_modules`, depth first, with the module itself
+# before its children:
+#
+# - `named_modules()` yields `('', self)`, then each descendant under its dotted path (`'layer1.0.conv1'`);
+# - `named_parameters()` yields, for each module in that order, its own `_parameters` (skipping `None`),
+#   named `module path + '.' + parameter name`;
+# - `children()` is one level of `_modules`; `modules()`, `parameters()`, `buffers()` drop the names.
+#
+# A module or a parameter can be reachable along **several paths**: reuse a layer twice, or *tie* a decoder's
+# weight to an embedding. The walks then yield each object **once**, under the first path that reaches it,
+# because an optimizer given the same parameter twice would update it twice per step. `state_dict` (section
+# 4) is the exception: it keeps every path, so each key can be loaded back.
+
+# %% id="traversal-demo"
+lin = nn.Linear(2, 2)
+shared = nn.Sequential(lin, lin, nn.Sequential(lin))
+print("named_modules():                      ", [n for n, _ in shared.named_modules()])
+print("named_modules(remove_duplicate=False):", [n for n, _ in shared.named_modules(remove_duplicate=False)])
+print("named_parameters():                   ", [n for n, _ in shared.named_parameters()])
+print("state_dict() keys:                    ", list(shared.state_dict()))
+
+
+class TiedLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+        self.out = nn.Linear(4, 10, bias=False)
+        self.out.weight = self.emb.weight          # weight tying: one Parameter, two places
+
+
+tied = TiedLM()
+print("tied parameters:", [n for n, _ in tied.named_parameters()], "| state_dict:", list(tied.state_dict()))
+print("numbers to learn:", sum(p.numel() for p in tied.parameters()))
+
+
+# %% [markdown] id="ex-04-2-task"
+# > **In PyTorch:** `named_modules`, `_named_members` and `named_parameters` in `torch/nn/modules/module.py`.
+# > `_named_members` keeps a `memo` set of the objects already yielded; `named_modules` keeps its own.
+#
+# ## Exercise 04.2 · `named_parameters` (2 points)
+#
+# Write `named_parameters(module, prefix="")` for a real `nn.Module`: return a **list** of
+# `(name, parameter)` pairs in the order PyTorch yields them:
+#
+# - the module's own `_parameters` first, in order, skipping `None` entries, named `prefix + "." + key`
+#   (just `key` when `prefix` is `""`);
+# - then each child of `_modules` in order (skipping `None`), recursively, with prefix
+#   `prefix + "." + child_name` (or `child_name`);
+# - a parameter object already in the list is **not** added again, whichever path reaches it.
+#
+# Use only `_parameters` and `_modules` (not `module.named_parameters`, which is what you are rebuilding).
+#
+# *Hint:* a recursive helper that shares one `seen` set of `id(parameter)` values across the whole walk.
+
+# %% id="ex-04-2-solution" tags=["solution"] exercise="04.2"
+def named_parameters(module, prefix: str = "") -> list:
+    """(dotted name, parameter) pairs, depth first, each parameter once."""
+    ### BEGIN SOLUTION
+    out, seen = [], set()
+
+    def walk(mod, pre):
+        for key, p in mod._parameters.items():
+            if p is None or id(p) in seen:
+                continue
+            seen.add(id(p))
+            out.append((pre + "." + key if pre else key, p))
+        for name, child in mod._modules.items():
+            if child is not None:
+                walk(child, pre + "." + name if pre else name)
+
+    walk(module, prefix)
+    return out
+    ### END SOLUTION
+
+
+# %% id="ex-04-2-check" tags=["check", "nbval-check-output"] exercise="04.2" points=2
+check("04.2", named_parameters)
+
+# %% [markdown] id="modes-md"
+# ## 3 · `train()`, `eval()` and `no_grad()` are three different switches
+#
+# They are often mixed up, because evaluation code usually uses `model.eval()` *and* `with no_grad():`. But
+# they change different things:
+#
+# | | `model.train()` (the default) | `model.eval()` | `with cl.no_grad():` |
+# |---|---|---|---|
+# | what it sets | `m.training = True` on every submodule | `m.training = False` on every submodule | grad mode off for this thread |
+# | `Dropout` | zeroes elements with probability p, scales the rest by 1/(1-p) | identity | **no effect** (follows `training`) |
+# | `BatchNorm` | normalises with the batch's statistics and **updates** `running_mean`/`running_var` | normalises with the running statistics, updates nothing | **no effect** (still updates the running stats in train mode) |
+# | autograd | records the graph | **still records the graph** | records nothing: outputs have `requires_grad=False`, no `grad_fn` |
+# | memory | saves tensors for backward | saves tensors for backward | saves nothing |
+#
+# `train(mode)` walks `modules()` and sets `training`; layers read `self.training` in `forward`. Grad mode is
+# not a module property at all: it is the thread-local flag of chapter 03, read by the dispatcher. The cell
+# below checks each row.
+
+# %% id="modes-demo"
+cl.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), nn.Dropout(0.5))
+x = cl.randn(8, 4)
+
+
+def report(label):
+    bn, drop = model[1], model[2]
+    before = bn.running_mean.clone()
+    y = model(x)
+    zeros = (y == 0).float().mean().item()
+    moved = not bool((bn.running_mean == before).all())
+    print(f"{label:24} training={str(model.training):5}  dropout zeros={zeros:4.2f}  "
+          f"BN stats updated={str(moved):5}  y.requires_grad={str(y.requires_grad):5}  grad_fn={type(y.grad_fn).__name__}")
+
+
+model.train()
+report("train()")
+with cl.no_grad():
+    report("train() + no_grad()")
+model.eval()
+report("eval()")
+with cl.no_grad():
+    report("eval() + no_grad()")
+print("train('yes') ->", end=" ")
+try:
+    model.train("yes")
+except ValueError as e:
+    print(f"ValueError: {e}")
+
+# %% [markdown] id="modes-after"
+# So evaluation wants **both**: `eval()` for the right layer behaviour, `no_grad()` (or `inference_mode()`)
+# to skip the graph and its memory. And a forgotten `eval()` under `no_grad()` silently corrupts BatchNorm's
+# running statistics with test data.
+#
+# > **In PyTorch:** `Module.train`/`eval` in `torch/nn/modules/module.py`; Dropout's and BatchNorm's use of
+# > `self.training` in `torch/nn/modules/dropout.py` and `torch/nn/modules/batchnorm.py`; grad mode in
+# > `torch/autograd/grad_mode.py` and `c10/core/GradMode.h`.
+
+# %% [markdown] id="state-dict-md"
+# ## 4 · `state_dict` and loading it back
+#
+# `state_dict()` is the model's state as an ordered dictionary of tensors, by dotted name: every parameter and
+# every *persistent* buffer, module by module, in the same order as the walk of section 2 but **without**
+# deduplication. The tensors are detached but share storage with the model: save them, don't mutate them.
+# The dictionary also carries `_metadata`, each module's `_version`, so that `load_state_dict` can upgrade
+# old checkpoints (BatchNorm is at version 2 since it gained `num_batches_tracked`).
+#
+# `load_state_dict(sd, strict=True)`:
+#
+# 1. walks the model, comparing its keys with `sd`'s; collects **missing** keys (in the model, not in `sd`),
+#    **unexpected** keys (in `sd`, not in the model) and **size mismatches**;
+# 2. if `strict` and there are missing or unexpected keys, or if there is any size mismatch (even with
+#    `strict=False`), raises one `RuntimeError` listing **all** problems;
+# 3. otherwise copies each value *in place* into the existing tensor (`param.copy_(value)` under `no_grad`):
+#    the `Parameter` objects stay the same (an optimizer holding them keeps working) and values are cast to
+#    the model's dtype;
+# 4. returns `(missing_keys, unexpected_keys)`, which prints as `<All keys matched successfully>` when both
+#    are empty.
+#
+# course_lib checks everything *before* writing anything, so a failed load leaves the model as it was
+# (real PyTorch copies as it goes: see the note after the demo).
+
+# %% id="state-dict-demo"
+src = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
+sd = src.state_dict()
+print(list(sd))
+print("_metadata:", dict(sd._metadata))
+print("shares storage with the weight:", sd["0.weight"].data_ptr() == src[0].weight.data_ptr(),
+      "| requires_grad:", sd["0.weight"].requires_grad)
+print("Tiny's state_dict (no 'scratch', it is not persistent):", list(Tiny().state_dict()))
+
+dst = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
+weight_object = dst[0].weight
+print(dst.load_state_dict(sd), "| same Parameter object:", dst[0].weight is weight_object)
+
+bad = src.state_dict()
+del bad["1.running_mean"], bad["1.running_var"]
+bad["extra.w"] = cl.ones(1)
+try:
+    dst.load_state_dict(bad)
+except RuntimeError as e:
+    print(e)
+print(dst.load_state_dict(bad, strict=False))
+
+wrong = src.state_dict()
+wrong["0.weight"] = cl.ones(5, 5)
+before = dst[1].weight.clone()
+try:
+    dst.load_state_dict(wrong, strict=False)
+except RuntimeError as e:
+    print(e)
+print("the model is unchanged:", bool((dst[1].weight == before).all()))
+
+# %% [markdown] id="ex-04-3-task"
+# > **In PyTorch:** `state_dict`, `_save_to_state_dict`, `load_state_dict` and `_load_from_state_dict` in
+# > `torch/nn/modules/module.py`; BatchNorm's version upgrade is `_load_from_state_dict` in
+# > `torch/nn/modules/batchnorm.py`. (PyTorch copies module by module, so a size mismatch found late can leave
+# > earlier modules already overwritten; course_lib plans every copy first.)
+#
+# ## Exercise 04.3 · `load_state_dict` (3 points)
+#
+# Write `load_state_dict(module, state_dict, strict=True)`:
+#
+# - `own = module.state_dict(keep_vars=True)` gives the model's parameters and persistent buffers by name (the
+#   tensors themselves, not detached copies);
+# - `missing` = keys of `own` not in `state_dict` (in `own`'s order), `unexpected` = keys of `state_dict` not
+#   in `own` (in `state_dict`'s order);
+# - a key in both whose shapes differ is an error, with or without `strict`:
+#   `f"size mismatch for {key}: copying a param with shape torch.Size({list(new.shape)}) from checkpoint, the shape in current model is torch.Size({list(old.shape)})."`;
+# - the messages, in this order: if `strict` and `missing`,
+#   `'Missing key(s) in state_dict: "a", "b". '`; if `strict` and `unexpected`,
+#   `'Unexpected key(s) in state_dict: "c". '` (mind the space at the end of both); then the size mismatches;
+# - if there is any message, raise
+#   `RuntimeError(f"Error(s) in loading state_dict for {type(module).__name__}:\n\t" + "\n\t".join(messages))`
+#   **before** copying anything;
+# - otherwise copy each value present in both into the model's tensor with `copy_`, under `cl.no_grad()`,
+#   and return `(missing, unexpected)`.
+#
+# *Hint:* first compute, then raise, then copy: that order is what makes a failed load harmless.
+
+# %% id="ex-04-3-solution" tags=["solution"] exercise="04.3"
+import course_lib as cl
+
+
+def load_state_dict(module, state_dict, strict: bool = True) -> tuple[list, list]:
+    """Copy `state_dict` into `module` in place; returns (missing_keys, unexpected_keys)."""
+    ### BEGIN SOLUTION
+    own = module.state_dict(keep_vars=True)
+    missing = [k for k in own if k not in state_dict]
+    unexpected = [k for k in state_dict if k not in own]
+    messages = []
+    if strict and missing:
+        messages.append("Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
+    if strict and unexpected:
+        messages.append("Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
+    for key, old in own.items():
+        if key in state_dict and tuple(state_dict[key].shape) != tuple(old.shape):
+            new = state_dict[key]
+            messages.append(f"size mismatch for {key}: copying a param with shape torch.Size({list(new.shape)}) "
+                            f"from checkpoint, the shape in current model is torch.Size({list(old.shape)}).")
+    if messages:
+        raise RuntimeError(f"Error(s) in loading state_dict for {type(module).__name__}:\n\t" + "\n\t".join(messages))
+    with cl.no_grad():
+        for key, old in own.items():
+            if key in state_dict:
+                old.copy_(state_dict[key])
+    return missing, unexpected
+    ### END SOLUTION
+
+
+# %% id="ex-04-3-check" tags=["check", "nbval-check-output"] exercise="04.3" points=3
+check("04.3", load_state_dict)
+
+# %% [markdown] id="hooks-md"
+# ## 5 · Hooks: code that runs around `forward`
+#
+# `model(x)` does not call `forward` directly. `Module.__call__` (`_call_impl`) runs, in order:
+#
+# 1. the **forward pre-hooks**, `hook(module, args)`: they may return new arguments;
+# 2. `forward(*args)`;
+# 3. the **forward hooks**, `hook(module, args, output)`: a non-`None` return value replaces the output;
+# 4. (if registered) **backward hooks** are attached to the graph, so that `hook(module, grad_input,
+#    grad_output)` runs during `backward()`.
+#
+# `register_forward_hook` returns a *handle*; `handle.remove()` takes the hook out again. When no module has
+# any hook, `_call_impl` skips all of this and calls `forward` straight away: hooks cost nothing until used.
+#
+# Hooks let you look inside a model without editing it: print shapes, record activations, time layers,
+# clip or log gradients. Here they print the shape coming out of each layer:
+
+# %% id="hooks-demo"
+cl.manual_seed(0)
+mlp = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+handles = [m.register_forward_hook(lambda mod, args, out, name=name: print(f"{name:3} {type(mod).__name__:7} "
+                                                                          f"in {tuple(args[0].shape)} -> out {tuple(out.shape)}"))
+           for name, m in mlp.named_children()]
+handles.append(mlp[0].register_forward_pre_hook(lambda mod, args: (args[0] * 0,)))   # replaces the input
+y = mlp(cl.randn(2, 8))
+print("the pre-hook replaced the input by zeros, so both rows of y are equal:", bool((y[0] == y[1]).all()))
+for h in handles:
+    h.remove()
+print("hooks left:", [len(m._forward_hooks) + len(m._forward_pre_hooks) for m in mlp.modules()])
+
+# %% [markdown] id="ex-04-4-task"
+# > **In PyTorch:** `_call_impl` and `register_forward_pre_hook`, `register_forward_hook`,
+# > `register_full_backward_hook` in `torch/nn/modules/module.py`; `RemovableHandle` in
+# > `torch/utils/hooks.py`. Global hooks for every module: `register_module_forward_hook`.
+#
+# ## Exercise 04.4 · `record_activations` (2 points)
+#
+# Write `record_activations(model, x, types)`: run `model(x)` once and return what every submodule that is an
+# instance of one of `types` (a tuple of classes) produced, as a **list** of records in the order the modules
+# ran:
+#
+# - a record is `(name, mean, std, zero_fraction)`: the module's dotted name from `model.named_modules()`,
+#   then `out.mean()`, `out.std()` (PyTorch's default, with Bessel's correction) and the fraction of output
+#   elements exactly equal to 0, each as a Python `float` (`.item()`);
+# - a module that runs twice (ResNet's blocks reuse their `relu`) gives two records;
+# - run the model under `cl.no_grad()`;
+# - remove the hooks you registered before returning, even if the model raised, and **only** those: the
+#   model may have hooks of its own.
+#
+# *Hint:* a closure per module captures its name: `def hook(mod, args, out, name=name): ...`. Keep the
+# handles in a list and `remove()` them in a `finally:` block.
+
+# %% id="ex-04-4-solution" tags=["solution"] exercise="04.4"
+import course_lib as cl
+
+
+def record_activations(model, x, types) -> list[tuple[str, float, float, float]]:
+    """(name, mean, std, zero fraction) of the output of each module of `types`, in the order they ran."""
+    ### BEGIN SOLUTION
+    records, handles = [], []
+    for name, module in model.named_modules():
+        if isinstance(module, types):
+            def hook(mod, args, out, name=name):
+                out = out.detach()
+                records.append((name, out.mean().item(), out.std().item(), (out == 0).float().mean().item()))
+            handles.append(module.register_forward_hook(hook))
+    try:
+        with cl.no_grad():
+            model(x)
+    finally:
+        for h in handles:
+            h.remove()
+    return records
+    ### END SOLUTION
+
+
+# %% id="ex-04-4-check" tags=["check", "nbval-check-output"] exercise="04.4" points=2
+check("04.4", record_activations)
+
+
+# %% [markdown] id="stats-md"
+# **What activation statistics tell you.** Take a deep stack of `Linear` + `ReLU` layers and feed it unit
+# Gaussian inputs. With a good initialisation every layer's output keeps roughly the same scale; with a bad one
+# the signal shrinks or explodes layer after layer, and gradients with it. The next cell builds the same
+# 10-layer network three times, with PyTorch's default initialisation (uniform, bound $1/\sqrt{\text{fan\_in}}$),
+# with Kaiming's normal initialisation for ReLU (std $\sqrt{2/\text{fan\_in}}$) and with plain $N(0, 1)$
+# weights, and plots the standard deviation of each ReLU's output, recorded with your `record_activations`
+# (or course_lib's copy if you have not done 04.4 yet).
+
+# %% id="stats-figure"
+def deep_mlp(init, width=128, depth=10):
+    layers = []
+    for _ in range(depth):
+        lin = nn.Linear(width, width)
+        if init == "kaiming normal":
+            nn.init.kaiming_normal_(lin.weight, nonlinearity="relu")
+        elif init == "N(0, 1)":
+            nn.init.normal_(lin.weight, 0.0, 1.0)
+        nn.init.zeros_(lin.bias)
+        layers += [lin, nn.ReLU()]
+    return nn.Sequential(*layers)
+
+
+try:
+    record_activations(nn.ReLU(), cl.zeros(2), (nn.ReLU,))
+    recorder = record_activations
+except NotImplementedError:
+    from course_lib.grading.checks.ch04 import reference_record_activations as recorder
+
+cl.manual_seed(0)
+x = cl.randn(256, 128)
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+for init, colour in [("default (PyTorch)", "#2b8cbe"), ("kaiming normal", "#31a354"), ("N(0, 1)", "#de2d26")]:
+    records = recorder(deep_mlp(init), x, (nn.ReLU,))
+    stds = [r[2] for r in records]
+    axes[0].semilogy(range(1, len(stds) + 1), stds, "o-", color=colour, label=init)
+    axes[1].plot(range(1, len(stds) + 1), [r[3] for r in records], "o-", color=colour, label=init)
+    print(f"{init:18} std after layer 1: {stds[0]:9.3g}   after layer 10: {stds[-1]:9.3g}")
+axes[0].set(xlabel="layer", ylabel="std of the ReLU output (log scale)", title="activation scale, layer by layer")
+axes[1].set(xlabel="layer", ylabel="fraction of zeros", ylim=(0, 1), title="ReLU outputs that are exactly 0")
+axes[0].legend()
+plt.tight_layout()
+plt.show()
+
+# %% [markdown] id="stats-after"
+# PyTorch's default shrinks the signal by about $\sqrt{6}$ per layer (its bound was chosen long ago, for
+# other activations); Kaiming's keeps it steady, because it compensates for ReLU zeroing half of the
+# values; $N(0, 1)$ multiplies it by about 8 per layer. About half of every ReLU's outputs are zero in all
+# three. ResNet (section 8) uses Kaiming's initialisation for its convolutions.
+
+# %% [markdown] id="linear-md"
+# ## 6 · `Linear` from the inside
+#
+# `nn.Linear(in_features, out_features)` computes $y = x W^\top + b$ with a weight of shape
+# `(out_features, in_features)`: one row per output, so `W[j]` holds the weights of output `j`. The layer is
+# a thin shell:
+#
+# - `__init__` makes two `Parameter`s and calls `reset_parameters()`, which draws both from
+#   $U(-1/\sqrt{\text{in}}, 1/\sqrt{\text{in}})$ (written as `kaiming_uniform_(weight, a=sqrt(5))` for
+#   historical reasons);
+# - `bias=False` still *registers* the name: `register_parameter("bias", None)`, so `self.bias` is `None`
+#   rather than missing;
+# - `forward` calls `F.linear`, which for a 2-D input is a single `addmm(bias, x, W.t())` op, and otherwise
+#   `x @ W.t() + b` for any number of leading dimensions.
+
+# %% id="linear-demo"
+from course_lib.utils import LoggingMode
+
+cl.manual_seed(0)
+layer = nn.Linear(3, 2)
+print(layer, "| weight", tuple(layer.weight.shape), "| bound 1/sqrt(3) =", round(1 / 3 ** 0.5, 4),
+      "| max |w| =", round(layer.weight.abs().max().item(), 4))
+print("bias=False ->", dict(nn.Linear(3, 2, bias=False)._parameters.items()).get("bias", "missing"))
+with LoggingMode():
+    layer(cl.randn(4, 3))           # 2-d input: one addmm
+with LoggingMode():
+    layer(cl.randn(5, 4, 3))        # 3-d input: matmul (seen as its pieces) and add
+
+# %% [markdown] id="ex-04-5-task"
+# > **In PyTorch:** `torch/nn/modules/linear.py` (`Linear.__init__`, `reset_parameters`, `forward`),
+# > `torch/nn/functional.py` (`linear` is bound from C++: `torch._C._nn.linear`), and
+# > `aten/src/ATen/native/Linear.cpp`, where `linear` picks `addmm` for 2-D inputs. The initialisers are in
+# > `torch/nn/init.py`.
+#
+# ## Exercise 04.5 · `MyLinear` (2 points)
+#
+# Write the `__init__` and `forward` of `MyLinear(nn.Module)`, a `Linear` of your own:
+#
+# - `__init__(in_features, out_features, bias=True)`: call `super().__init__()`; store `in_features` and
+#   `out_features`; make `self.weight`, a `nn.Parameter` of shape `(out_features, in_features)`, and
+#   `self.bias`, one of shape `(out_features,)`, or `self.register_parameter("bias", None)` when
+#   `bias=False`; fill both from $U(-1/\sqrt{\text{in}}, 1/\sqrt{\text{in}})$ (`nn.init.uniform_(t, a, b)`
+#   or `nn.init.kaiming_uniform_(w, a=math.sqrt(5))`);
+# - `forward(x)` for `x` of shape `(..., in_features)`: `x @ weight.t()`, plus the bias if there is one.
+#   Use tensor operations only, so that autograd records them.
+#
+# *Hint:* `nn.Parameter(cl.empty(out_features, in_features))` makes an uninitialised parameter to fill.
+
+# %% id="ex-04-5-solution" tags=["solution"] exercise="04.5"
+import math
+
+import course_lib as cl
+from course_lib import nn
+
+
+class MyLinear(nn.Module):
+    """y = x W^T + b, initialised like PyTorch's Linear."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True):
+        ### BEGIN SOLUTION
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        bound = 1 / math.sqrt(in_features)
+        self.weight = nn.Parameter(cl.empty(out_features, in_features))
+        nn.init.uniform_(self.weight, -bound, bound)
+        if bias:
+            self.bias = nn.Parameter(cl.empty(out_features))
+            nn.init.uniform_(self.bias, -bound, bound)
+        else:
+            self.register_parameter("bias", None)
+        ### END SOLUTION
+
+    def forward(self, x):
+        ### BEGIN SOLUTION
+        out = x @ self.weight.t()
+        if self.bias is not None:
+            out = out + self.bias
+        return out
+        ### END SOLUTION
+
+
+# %% id="ex-04-5-check" tags=["check", "nbval-check-output"] exercise="04.5" points=2
+check("04.5", MyLinear)
+
+# %% [markdown] id="conv-md"
+# ## 7 · `Conv2d` from the inside: im2col and one matrix product
+#
+# A 2-D convolution layer with weight $W$ of shape `(O, C, kh, kw)` computes, for every image $n$, output
+# channel $o$ and output pixel $(y, x)$,
+#
+# $$\text{out}[n, o, y, x] = b[o] + \sum_{c, i, j} W[o, c, i, j]\; \text{in}_\text{padded}[n, c,\; s\,y + i,\; s\,x + j]$$
+#
+# (a cross-correlation: the kernel is not flipped), with output size $H_o = \lfloor (H + 2p - k_h) / s \rfloor + 1$
+# for stride $s$ and padding $p$, and the same for the width.
+#
+# Written as loops that is six nested `for`s. **im2col** turns it into one matrix product: copy the input
+# pixels under each window into one column of a matrix, so that column $(y, x)$ holds the
+# $C \cdot k_h \cdot k_w$ values the kernel meets at output pixel $(y, x)$. Then
+# `W.reshape(O, C*kh*kw) @ columns` computes every output pixel of every output channel at once, and BLAS
+# does the heavy lifting. The price is memory: every input pixel is copied up to $k_h k_w$ times.
+#
+# The picture below shows a 2-channel 4x4 input and a 3x3 kernel: each cell of the column matrix shows which
+# input pixel it copies; the red window and the red column are the same 18 numbers.
+
+# %% id="im2col-figure"
+from course_lib.viz import draw_im2col
+
+draw_im2col(channels=2, height=4, width=4, kernel=3, out_channels=3, highlight=(0, 1))
+plt.show()
+draw_im2col(channels=1, height=4, width=4, kernel=3, stride=2, padding=1, out_channels=3, highlight=(1, 1))
+plt.show()
+
+# %% [markdown] id="call-path-md"
+# With padding (second picture) the border windows reach outside the image; those cells are zeros. With
+# stride 2 the windows jump two pixels, and there are 4 output pixels instead of 16.
+#
+# **The call path.** `nn.Conv2d(...)(x)` goes through the same layers as every op of this course:
+#
+# 1. `Conv2d.forward` (`course_lib/nn/modules/conv.py`) calls `F.conv2d(input, weight, bias, stride, padding,
+#    dilation, groups)`;
+# 2. `F.conv2d` (`course_lib/nn/functional.py`) normalises the arguments and dispatches the registry's
+#    `convolution` op;
+# 3. the dispatcher tries modes, then autograd (which records `ConvolutionBackward0`), then the CPU kernel
+#    `convolution` in `course_lib/_ops/nn_ops.py`, which builds the columns and calls one BLAS product.
+#
+# A dispatch mode that prints the Python frames it was called through makes that visible:
+
+# %% id="call-path"
+import traceback
+
+from course_lib._ops.registry import OPS
+from course_lib.utils import TorchDispatchMode
+
+
+class ShowCallPath(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.name == "convolution":
+            lines = []
+            for frame in traceback.extract_stack()[:-1]:
+                if "course_lib" in frame.filename:
+                    lines.append(f"  {frame.name:16} {frame.filename[frame.filename.find('course_lib'):]}")
+                elif frame.name == "<module>":
+                    lines = ["  <module>         (this notebook)"]     # start at the notebook cell
+            print("\n".join(lines))
+            kernel = OPS["convolution"].cpu
+            print(f"  -> kernel {kernel.__name__} in {kernel.__module__}")
+        return func(*args)
+
+
+cl.manual_seed(0)
+conv = nn.Conv2d(3, 8, kernel_size=3, padding=1)
+image = cl.randn(2, 3, 16, 16)
+with ShowCallPath():
+    out = conv(image)
+print(conv, "->", tuple(out.shape), "| grad_fn:", type(out.grad_fn).__name__)
+print("schema:", OPS["convolution"].schema)
+with LoggingMode():
+    out.sum().backward()
+
+# %% [markdown] id="cache-md"
+# **The plan cache.** Everything about a convolution's geometry except the numbers (output size, window
+# shape, padding) depends only on (input shape, weight shape, stride, padding, dilation, groups). A training
+# loop calls the same convolution with the same shapes thousands of times, so the kernel computes that plan
+# once and keeps it in a small LRU cache, `conv_plan` (a `functools.lru_cache`). oneDNN, which PyTorch uses
+# for CPU convolutions, does the same with its *primitive cache*: creating a primitive is expensive, so
+# `ideep` looks it up by a key built from shapes and attributes before creating a new one.
+
+# %% id="cache-demo"
+from course_lib._ops.nn_ops import conv_plan
+
+conv_plan.cache_clear()
+for step in range(5):
+    conv(image).sum().backward()           # forward and backward both ask for the plan
+print("same shape, 5 steps:  ", conv_plan.cache_info())
+conv(cl.randn(4, 3, 16, 16))               # a new batch size is a new key
+print("after a new shape:    ", conv_plan.cache_info())
+
+# %% [markdown] id="ex-04-6-task"
+# > **In PyTorch:** `torch/nn/modules/conv.py` (`Conv2d.forward` -> `_conv_forward` -> `F.conv2d`);
+# > `F.conv2d` is `torch.conv2d`, a binding generated at build time into
+# > `torch/csrc/autograd/generated/python_torch_functions_*.cpp` from the entry in
+# > `aten/src/ATen/native/native_functions.yaml`. It reaches `at::conv2d` -> `at::convolution` ->
+# > `at::_convolution` in `aten/src/ATen/native/Convolution.cpp`, which picks a backend (oneDNN via
+# > `aten/src/ATen/native/mkldnn/Conv.cpp`, cuDNN, or the slow im2col path in
+# > `aten/src/ATen/native/ConvolutionMM2d.cpp` with `Unfold2d.cpp`). oneDNN's primitive cache is an LRU cache
+# > keyed by shapes and attributes (ideep's `computation_cache` in `lru_cache.hpp`).
+#
+# ## Exercise 04.6 · `conv2d_im2col` (3 points)
+#
+# Write `conv2d_im2col(x, weight, bias=None, stride=1, padding=0)` in **numpy**:
+#
+# - `x` has shape `(N, C, H, W)`, `weight` `(O, C, kh, kw)`, `bias` `(O,)` or `None`; `stride` and `padding`
+#   are ints, the same for height and width;
+# - return the numpy array `F.conv2d` would compute: shape `(N, O, Ho, Wo)` with
+#   $H_o = \lfloor (H + 2p - k_h)/s \rfloor + 1$ (same for $W_o$), the same dtype as `x`;
+# - build the windows as a view (no Python loop over pixels or channels), then one matrix product.
+#
+# *Hint:* `np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))` has shape
+# `(N, C, H', W', kh, kw)`; slice `[:, :, ::stride, ::stride]`, move the channel axis next to the kernel axes
+# (`transpose(0, 2, 3, 1, 4, 5)`) and reshape to `(N, Ho, Wo, C*kh*kw)`: that last axis lines up with
+# `weight.reshape(O, -1)`.
+
+# %% id="ex-04-6-solution" tags=["solution"] exercise="04.6"
+import numpy as np
+
+
+def conv2d_im2col(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None, stride: int = 1,
+                  padding: int = 0) -> np.ndarray:
+    """2-d cross-correlation of x (N, C, H, W) with weight (O, C, kh, kw), as one matrix product."""
+    ### BEGIN SOLUTION
+    O, C, kh, kw = weight.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding))) if padding else x
+    windows = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::stride, ::stride]
+    N, _, Ho, Wo = windows.shape[:4]
+    columns = windows.transpose(0, 2, 3, 1, 4, 5).reshape(N, Ho, Wo, C * kh * kw)
+    out = columns @ weight.reshape(O, -1).T               # (N, Ho, Wo, O)
+    if bias is not None:
+        out = out + bias
+    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
+    ### END SOLUTION
+
+
+# %% id="ex-04-6-check" tags=["check", "nbval-check-output"] exercise="04.6" points=3
+check("04.6", conv2d_im2col)
+
+# %% [markdown] id="resnet-md"
+# ## 8 · ResNet: residual blocks stacked by `_make_layer`
+#
+# Deep plain networks are hard to train: past a few dozen layers, adding layers makes *training* error worse.
+# ResNet's fix is the **residual block**: instead of asking a few layers to learn a mapping $H(x)$, let them
+# learn the residual $F(x) = H(x) - x$ and add $x$ back through a *shortcut*:
+#
+# $$\text{out} = \text{relu}\big(F(x) + \text{shortcut}(x)\big), \qquad F = \text{bn}_2 \circ \text{conv}_2 \circ \text{relu} \circ \text{bn}_1 \circ \text{conv}_1 .$$
+#
+# If the best thing a block can do is nothing, it only has to drive $F$ to zero; and the gradient always has a
+# direct path back through the additions. The shortcut is the identity when shapes match; when a block
+# halves the resolution (stride 2) or changes the number of channels, it is a 1x1 convolution with that stride
+# followed by BatchNorm: the **downsample** branch.
+#
+# `BasicBlock` (ResNet-18/34) has two 3x3 convolutions; `Bottleneck` (ResNet-50 and deeper) has 1x1 -> 3x3 -> 1x1,
+# with the last one widening by `expansion = 4`. A ResNet is a stem (7x7 convolution, BatchNorm, ReLU, max
+# pool), four **stages** `layer1`..`layer4` with 64, 128, 256 and 512 planes, then global average pooling and
+# a `Linear` classifier. `_make_layer(block, planes, blocks, stride)` builds one stage: the first block gets
+# the stride and, if needed, the downsample branch; the others keep the shape. It also updates
+# `self.inplanes`, the width the next stage starts from.
+#
+# The summary below runs resnet18 on one 64x64 image with forward hooks on its top-level children (section 5
+# again), then lists its `state_dict` keys, which are exactly torchvision's.
+
+# %% id="resnet-summary"
+from course_lib.models import resnet18
+from course_lib.models.resnet import BasicBlock, Bottleneck, conv1x1
+
+cl.manual_seed(0)
+model = resnet18().eval()
+shapes = {}
+hooks = [child.register_forward_hook(lambda m, a, out, name=name: shapes.__setitem__(name, tuple(out.shape)))
+         for name, child in model.named_children()]
+with cl.no_grad():
+    model(cl.randn(1, 3, 64, 64))
+for h in hooks:
+    h.remove()
+
+print(f"{'module':8} {'type':18} {'blocks':>6} {'parameters':>11}  output shape")
+for name, child in model.named_children():
+    n_params = sum(p.numel() for p in child.parameters())
+    blocks = len(child) if isinstance(child, nn.Sequential) else ""
+    print(f"{name:8} {type(child).__name__:18} {blocks!s:>6} {n_params:>11,}  {shapes[name]}")
+print(f"{'total':8} {'':18} {'':>6} {sum(p.numel() for p in model.parameters()):>11,}")
+print()
+print(model.layer2)
+
+# %% id="resnet-keys"
+keys = list(model.state_dict())
+print(len(keys), "state_dict keys;", sum(1 for k in keys if k.endswith("num_batches_tracked")), "of them num_batches_tracked")
+print("first:", keys[:7])
+print("layer2.0:", [k for k in keys if k.startswith("layer2.0.")])
+print("last:", keys[-4:])
+
+# %% [markdown] id="ex-04-7-task"
+# > **In PyTorch:** `torchvision/models/resnet.py`: `conv3x3`, `conv1x1`, `BasicBlock`, `Bottleneck`,
+# > `ResNet._make_layer`, `ResNet._forward_impl`, and `resnet18` -> `_resnet(BasicBlock, [2, 2, 2, 2], ...)`.
+# > course_lib's copy is `course_lib/models/resnet.py`, with the same names so a torchvision checkpoint loads
+# > with `strict=True`.
+#
+# ## Exercise 04.7 · `make_layer` (2 points)
+#
+# Write `make_layer(block, inplanes, planes, blocks, stride=1)`, ResNet's `_make_layer` as a function (with
+# `groups=1`, no dilation, BatchNorm as the norm layer). Return the pair `(stage, new_inplanes)`:
+#
+# - a downsample branch is needed when `stride != 1` or `inplanes != planes * block.expansion`; it is
+#   `nn.Sequential(conv1x1(inplanes, planes * block.expansion, stride), nn.BatchNorm2d(planes * block.expansion))`,
+#   otherwise `None`;
+# - the first block is `block(inplanes, planes, stride, downsample)`;
+# - the other `blocks - 1` are `block(planes * block.expansion, planes)`;
+# - `stage` is an `nn.Sequential` of the blocks and `new_inplanes` is `planes * block.expansion`.
+#
+# The check compares the repr and the `state_dict` shapes of your stage with `ResNet._make_layer`'s.
+#
+# *Hint:* for `Bottleneck` (expansion 4), `make_layer(Bottleneck, 64, 64, 3)` needs a downsample although
+# the stride is 1: the block outputs 256 channels, not 64.
+
+# %% id="ex-04-7-solution" tags=["solution"] exercise="04.7"
+from course_lib import nn
+from course_lib.models.resnet import conv1x1
+
+
+def make_layer(block, inplanes: int, planes: int, blocks: int, stride: int = 1) -> tuple:
+    """One ResNet stage: (nn.Sequential of `blocks` blocks, the number of channels it outputs)."""
+    ### BEGIN SOLUTION
+    width = planes * block.expansion
+    downsample = None
+    if stride != 1 or inplanes != width:
+        downsample = nn.Sequential(conv1x1(inplanes, width, stride), nn.BatchNorm2d(width))
+    layers = [block(inplanes, planes, stride, downsample)]
+    for _ in range(1, blocks):
+        layers.append(block(width, planes))
+    return nn.Sequential(*layers), width
+    ### END SOLUTION
+
+
+# %% id="ex-04-7-check" tags=["check", "nbval-check-output"] exercise="04.7" points=2
+check("04.7", make_layer)
+
+# %% [markdown] id="optim-md"
+# ## 9 · An optimizer step
+#
+# An optimizer holds **references** to the parameters (it never copies them) in `param_groups`, a list of
+# dicts each with its own hyperparameters (`lr`, `momentum`, ...), and per-parameter `state`, keyed by the
+# parameter object. `step()` reads each parameter's `.grad` and updates the parameter **in place**;
+# `zero_grad()` sets the gradients to `None` so that the next `backward()` does not add to them.
+#
+# SGD with momentum, exactly as `torch.optim.SGD` does it, for each parameter $p$ with gradient $g$:
+#
+# $$g \leftarrow g + \lambda p \quad\text{(weight decay)}$$
+# $$b \leftarrow \begin{cases} g & \text{first step} \\ \mu b + (1 - \tau) g & \text{afterwards} \end{cases} \quad\text{(momentum buffer, dampening } \tau)$$
+# $$g \leftarrow \begin{cases} g + \mu b & \text{Nesterov} \\ b & \text{otherwise} \end{cases} \qquad p \leftarrow p - \gamma g .$$
+#
+# Note the first step: the buffer is the gradient itself, *not* dampened. The buffer lives in
+# `optimizer.state[p]["momentum_buffer"]`, which is what `optimizer.state_dict()` saves.
+
+# %% id="optim-demo"
+cl.manual_seed(0)
+lin = nn.Linear(3, 1)
+opt = cl.optim.SGD(lin.parameters(), lr=0.1, momentum=0.9)
+shown = ("lr", "momentum", "dampening", "weight_decay", "nesterov")
+print("param_groups:", [{k: g[k] for k in shown} | {"params": f"{len(g['params'])} tensors"} for g in opt.param_groups])
+print("the group holds the Parameter objects:", opt.param_groups[0]["params"][0] is lin.weight)
+x, y = cl.randn(8, 3), cl.randn(8, 1)
+
+
+def norm(t):
+    return (t * t).sum().sqrt().item()
+
+
+for step in range(3):
+    opt.zero_grad()
+    loss = F.mse_loss(lin(x), y)
+    loss.backward()
+    opt.step()
+    buf = opt.state[lin.weight]["momentum_buffer"]
+    print(f"step {step}: loss {loss.item():.4f}  |grad| {norm(lin.weight.grad):.4f}  "
+          f"|momentum buffer| {norm(buf):.4f}")
+print("after zero_grad():", (opt.zero_grad(), lin.weight.grad)[1])
+
+# %% [markdown] id="ex-04-8-task"
+# > **In PyTorch:** `torch/optim/optimizer.py` (`Optimizer`, `param_groups`, `state`, `zero_grad`,
+# > `state_dict`) and `torch/optim/sgd.py` (`_single_tensor_sgd` is the formula above, one parameter at a time;
+# > `_multi_tensor_sgd` does the same with `torch._foreach_*` ops over all parameters at once).
+#
+# ## Exercise 04.8 · `sgd_step` (2 points)
+#
+# Write `sgd_step(params, state, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False)`: one
+# step of the formula above.
+#
+# - `params` is a list of parameters; skip those whose `.grad` is `None`;
+# - `state` is a dict you keep between calls, like `optimizer.state`: `state[p]["momentum_buffer"]` is `p`'s
+#   buffer (create `state[p]` on the first step that uses momentum; with `momentum=0` no buffer is needed);
+# - update each parameter **in place** (`p.sub_(...)`, `p.add_(..., alpha=...)` or `p.copy_(...)`) inside
+#   `with cl.no_grad():`, so the `Parameter` objects stay the same and autograd records nothing;
+# - return `None`.
+#
+# *Hint:* the first buffer must be a copy (`g.clone()`), not `g` itself: the next `backward()` would otherwise
+# change it.
+
+# %% id="ex-04-8-solution" tags=["solution"] exercise="04.8"
+import course_lib as cl
+
+
+def sgd_step(params, state: dict, lr: float, momentum: float = 0.0, dampening: float = 0.0,
+             weight_decay: float = 0.0, nesterov: bool = False) -> None:
+    """One step of SGD with momentum, in place, as torch.optim.SGD computes it."""
+    ### BEGIN SOLUTION
+    with cl.no_grad():
+        for p in params:
+            if p.grad is None:
+                continue
+            g = p.grad
+            if weight_decay != 0:
+                g = g + weight_decay * p
+            if momentum != 0:
+                s = state.setdefault(p, {})
+                buf = s.get("momentum_buffer")
+                if buf is None:
+                    buf = s["momentum_buffer"] = g.clone()
+                else:
+                    buf.mul_(momentum).add_(g, alpha=1 - dampening)
+                g = g + momentum * buf if nesterov else buf
+            p.add_(g, alpha=-lr)
+    ### END SOLUTION
+
+
+# %% id="ex-04-8-check" tags=["check", "nbval-check-output"] exercise="04.8" points=2
+check("04.8", sgd_step)
+
+# %% [markdown] id="train-md"
+# ## 10 · Training a small network
+#
+# Time to put the pieces together. `course_lib.datasets.make_shapes` draws small grayscale images of four
+# shapes (a square outline, a disk, a plus and a cross) at random sizes and positions on a noisy background.
+# The same seed always gives the same images; we use one seed for 1500 training images and another for 500
+# test images.
+
+# %% id="train-data"
+from course_lib.datasets import SHAPE_CLASSES, make_shapes
+
+train_x, train_y = make_shapes(1500, size=12, seed=1)
+test_x, test_y = make_shapes(500, size=12, seed=2)
+print("train:", train_x.shape, train_x.dtype, "| test:", test_x.shape, "| classes:", SHAPE_CLASSES)
+
+fig, axes = plt.subplots(2, 8, figsize=(10, 2.8))
+for ax, image, label in zip(axes.flat, train_x, train_y):
+    ax.imshow(image[0], cmap="gray")
+    ax.set_title(SHAPE_CLASSES[label], fontsize=9)
+    ax.axis("off")
+plt.tight_layout()
+plt.show()
+
+
+# %% [markdown] id="train-model-md"
+# The network: two convolution stages (3x3 convolution, ReLU, 2x2 max pool), then a `Linear` classifier, about
+# 1,200 parameters. The loop is the one every PyTorch program has: shuffle, then for each mini-batch
+# `zero_grad()`, forward, loss, `backward()`, `step()`. Three passes over the data (141 steps) take a few
+# seconds, and reach **at least 95% test accuracy** (the cell checks it). Everything is seeded, so the numbers
+# are the same on every run.
+
+# %% id="train"
+def make_cnn():
+    return nn.Sequential(
+        nn.Conv2d(1, 6, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),     # 6 x 6 x 6
+        nn.Conv2d(6, 12, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),    # 12 x 3 x 3
+        nn.Flatten(), nn.Linear(12 * 3 * 3, 4))
+
+
+def accuracy(net, x, y):
+    net.eval()
+    with cl.no_grad():
+        correct = (net(x).argmax(1) == y).float().mean().item()
+    net.train()
+    return correct
+
+
+def train(net, epochs=3, batch_size=32, lr=0.05, momentum=0.9):
+    opt = cl.optim.SGD(net.parameters(), lr=lr, momentum=momentum)
+    gen = cl.Generator().manual_seed(0)
+    losses, test_acc = [], []
+    for epoch in range(epochs):
+        order = cl.randperm(len(X_train), generator=gen)
+        for start in range(0, len(X_train), batch_size):
+            idx = order[start:start + batch_size]
+            loss = F.cross_entropy(net(X_train[idx]), Y_train[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        test_acc.append(accuracy(net, X_test, Y_test))
+    return losses, test_acc
+
+
+X_train, Y_train, X_test, Y_test = (cl.tensor(a) for a in (train_x, train_y, test_x, test_y))
+cl.manual_seed(0)
+cnn = make_cnn()
+print("parameters:", sum(p.numel() for p in cnn.parameters()))
+conv_plan.cache_clear()
+start = time.perf_counter()
+cnn_losses, cnn_acc = train(cnn)
+print(f"trained in {time.perf_counter() - start:.1f} s; test accuracy after each epoch: {[round(a, 3) for a in cnn_acc]}")
+print("conv plans:", conv_plan.cache_info())
+assert cnn_acc[-1] >= 0.95, cnn_acc
+
+# %% [markdown] id="train-mlp-md"
+# For comparison, an MLP that sees the same images as 144 numbers, with 8 times more parameters:
+
+# %% id="train-mlp"
+cl.manual_seed(0)
+mlp = nn.Sequential(nn.Flatten(), nn.Linear(144, 64), nn.ReLU(), nn.Linear(64, 4))
+print("parameters:", sum(p.numel() for p in mlp.parameters()))
+mlp_losses, mlp_acc = train(mlp)
+print("MLP test accuracy after each epoch:", [round(a, 3) for a in mlp_acc])
+
+def smooth(v, k=10):
+    return np.convolve(v, np.ones(k) / k, mode="valid")
+
+fig, ax = plt.subplots(figsize=(7, 3.4))
+ax.plot(cnn_losses, color="#9ecae1", lw=0.8)
+ax.plot(range(9, len(cnn_losses)), smooth(cnn_losses), color="#08519c", label=f"CNN (test acc {cnn_acc[-1]:.1%})")
+ax.plot(mlp_losses, color="#fdae6b", lw=0.8)
+ax.plot(range(9, len(mlp_losses)), smooth(mlp_losses), color="#a63603", label=f"MLP (test acc {mlp_acc[-1]:.1%})")
+ax.set(xlabel="step", ylabel="cross-entropy loss", title="training loss (thin: per batch, thick: mean of 10)")
+ax.legend()
+plt.show()
+
+
+# %% [markdown] id="train-after"
+# The convolutional network wins with fewer parameters because it shares each small filter across all
+# positions: a plus is a plus wherever it is. The MLP has to learn every position separately.
+
+# %% [markdown] id="measure-md"
+# ## 11 · Measure: where does a training step spend its time?
+#
+# Hooks can time layers too. A forward pre-hook notes the time when a module starts, a forward hook when it
+# ends; a full backward pre-hook and a full backward hook do the same for its part of `backward()`. The cell
+# below times one training step of the CNN, layer by layer, repeated 10 times (medians). The timings vary
+# from run to run and from machine to machine; look at which layers cost most, and at forward against
+# backward. A convolution's backward does two matrix products (for the weight and for the input, then col2im)
+# where its forward does one. Max pooling is not free either: its forward finds the maximum of every window
+# (and remembers where it was, for backward) through a strided view.
+
+# %% id="measure-layers"
+def time_layers(net, x, y, repeat=10):
+    fwd, bwd, start = {}, {}, {}
+    handles = []
+    for name, m in net.named_children():
+        def pre(mod, args, name=name):
+            start[name] = time.perf_counter()
+
+        def post(mod, args, out, name=name):
+            fwd.setdefault(name, []).append(time.perf_counter() - start[name])
+
+        def bpre(mod, grad_output, name=name):
+            start["b" + name] = time.perf_counter()
+
+        def bpost(mod, grad_input, grad_output, name=name):
+            bwd.setdefault(name, []).append(time.perf_counter() - start["b" + name])
+
+        handles += [m.register_forward_pre_hook(pre), m.register_forward_hook(post),
+                    m.register_full_backward_pre_hook(bpre), m.register_full_backward_hook(bpost)]
+    try:
+        for _ in range(repeat):
+            net.zero_grad()
+            F.cross_entropy(net(x), y).backward()
+    finally:
+        for h in handles:
+            h.remove()
+    names = [n for n, _ in net.named_children()]
+    return names, [np.median(fwd[n]) * 1e3 for n in names], [np.median(bwd.get(n, [0])) * 1e3 for n in names]
+
+
+batch = X_train[:32].clone().requires_grad_()   # so that the first layer gets a backward hook call too
+names, f_ms, b_ms = time_layers(cnn, batch, Y_train[:32])
+labels = [f"{n} {type(cnn[int(n)]).__name__}" for n in names]
+for label, f, b in zip(labels, f_ms, b_ms):
+    print(f"{label:12} forward {f:6.3f} ms   backward {b:6.3f} ms")
+fig, ax = plt.subplots(figsize=(7, 3.2))
+pos = np.arange(len(names))
+ax.barh(pos - 0.2, f_ms, 0.4, label="forward", color="#6baed6")
+ax.barh(pos + 0.2, b_ms, 0.4, label="backward", color="#fd8d3c")
+ax.set_yticks(pos, labels)
+ax.invert_yaxis()
+ax.set(xlabel="milliseconds (median of 10 steps, batch of 32)", title="one training step of the CNN, by layer")
+ax.legend()
+plt.show()
+
+# %% [markdown] id="measure-batch-md"
+# **Convolution time against batch size.** The next cells time a 3x3 convolution with 32 filters on
+# `N x 16 x 16 x 16` inputs, forward only, through the whole of course_lib (`F.conv2d`: module call, dispatcher,
+# plan cache, kernel) and through the numpy floor (the same im2col and matrix product with nothing around
+# them), and real PyTorch if it is installed (pinned to one thread, as in chapter 01). The time per image should fall as the batch grows, while fixed per-call costs are shared
+# by more images, then level off when the matrix product dominates.
+
+# %% id="measure-torch" grader_runs="torch = None  # `course grade` skips the optional comparison with PyTorch"
+import importlib.util
+
+torch = None
+if importlib.util.find_spec("torch") is not None:
+    import torch              # only for the comparison; importing it takes a few seconds
+    torch.set_num_threads(1)
+print("comparing with PyTorch", torch.__version__ if torch is not None else "(not installed: skipped)")
+
+
+# %% id="measure-batch"
+def floor_conv(x, w):
+    # course_lib's kernel without the framework: pad, window view, columns, one product
+    N, C, H, W = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    s = xp.strides
+    win = np.lib.stride_tricks.as_strided(xp, (N, C, 3, 3, H, W), s + s[2:])
+    cols = np.ascontiguousarray(win.transpose(1, 2, 3, 0, 4, 5)).reshape(C * 9, N * H * W)
+    return np.ascontiguousarray((w.reshape(w.shape[0], -1) @ cols).reshape(-1, N, H, W).swapaxes(0, 1))
+
+
+def per_image_us(fn, n_images, repeat=3):
+    fn()
+    number = max(1, int(0.02 / max(min(timeit.repeat(fn, number=1, repeat=2)), 1e-6)))
+    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number / n_images * 1e6
+
+
+rng = np.random.default_rng(0)
+w_np = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
+w_cl = cl.tensor(w_np)
+batches = [1, 2, 4, 8, 16, 32]
+times = {"course_lib": [], "numpy floor": []} | ({"torch": []} if torch is not None else {})
+for n in batches:
+    x_np = rng.standard_normal((n, 16, 16, 16)).astype(np.float32)
+    x_cl = cl.tensor(x_np)
+    times["course_lib"].append(per_image_us(lambda: F.conv2d(x_cl, w_cl, padding=1), n))
+    times["numpy floor"].append(per_image_us(lambda: floor_conv(x_np, w_np), n))
+    if torch is not None:
+        x_t, w_t = torch.from_numpy(x_np), torch.from_numpy(w_np)
+        times["torch"].append(per_image_us(lambda: torch.nn.functional.conv2d(x_t, w_t, padding=1), n))
+for name, values in times.items():
+    print(f"{name:12}", "  ".join(f"N={n}: {v:7.1f} us" for n, v in zip(batches, values)))
+
+fig, ax = plt.subplots(figsize=(6.5, 3.4))
+for (name, values), colour in zip(times.items(), ["#08519c", "#969696", "#e6550d"]):
+    ax.loglog(batches, values, "o-", color=colour, label=name)
+ax.set(xlabel="batch size N", ylabel="microseconds per image", title="3x3 conv, 16 -> 32 channels, 16x16 images")
+ax.legend()
+plt.show()
+
+# %% [markdown] id="summary"
+# course_lib's curve follows the numpy floor: with one matrix product per call, the framework adds a fixed
+# cost per call (argument handling, dispatcher, plan lookup, result tensor) that matters only for small batches.
+# PyTorch is faster again: its oneDNN kernel computes the convolution directly, without materialising the
+# column matrix, and is tuned for the machine's vector instructions.
+# `bench/bench_nn.py` runs the bigger workloads of this chapter (an MLP training step, a convolution forward
+# and backward, resnet18 inference) beside numpy and PyTorch: `python bench/run.py --module nn`.
+#
+# ## Summary and what comes next
+#
+# - A `Module` is three ordered dictionaries, `_parameters`, `_buffers` and `_modules`, filled by
+#   `__setattr__`; everything else walks them.
+# - Walks are depth first, self before children, and deduplicated, except `state_dict`, which keeps every
+#   path so it can be loaded back. Loading checks keys and shapes, reports missing and unexpected keys, and
+#   copies in place.
+# - `train()`/`eval()` switch layer behaviour; `no_grad()` switches autograd off. They are independent.
+# - Hooks run around `forward` and `backward` without touching the model's code: we used them to print
+#   shapes, record activation statistics, summarise ResNet and time layers.
+# - `Linear` is `x @ W.t() + b`; `Conv2d` is im2col plus one matrix product, behind a cached plan; ResNet is
+#   residual blocks stacked by `_make_layer`; SGD with momentum is four lines per parameter.
+#
+# In **chapter 05** we open up normalization layers: BatchNorm's running statistics, LayerNorm, GroupNorm,
+# and why train and eval behave differently.

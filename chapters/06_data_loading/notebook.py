@@ -1,0 +1,727 @@
+# ---
+# jupyter:
+#   course:
+#     title: Data loading
+# ---
+
+# %% [markdown] id="intro"
+# # 06 · Data loading
+#
+# A training loop asks for one thing, over and over: *the next batch*. Behind that one `for batch in loader:`
+# sits a small machine: a **dataset** that knows how to produce sample `i`, a **sampler** that decides the
+# order of the `i`, a **batch sampler** that groups them, a **collate** function that merges samples into
+# tensors, and, when loading is slow, **worker processes** that prepare batches ahead of time and hand them to
+# the training loop through **shared memory**. This chapter takes that machine apart.
+#
+# **What you will build** (each checked against `course_lib.utils.data`, which follows
+# `torch.utils.data`):
+#
+# - a `BatchSampler`, which turns a stream of indices into lists of indices;
+# - `collate`, PyTorch's rules for merging samples (numbers, arrays, tensors, dicts, tuples) into a batch;
+# - the single-process iterator: from the next index to the next batch;
+# - the loop every worker process runs, errors included;
+# - the in-order reassembly of batches that workers finish out of order.
+#
+# Then you will *measure* the real multi-process `DataLoader`: what workers buy and cost, the prefetch
+# pipeline drawn as a timeline from a real run, shared memory against pickling, and the classic bug that
+# gives every worker the same "random" augmentations.
+#
+# *Prerequisites:* chapter 01 (tensors, storage); Python iterators and generators (`yield`); a first idea of
+# processes. *Expected time:* 2 hours.
+
+# %% id="setup"
+import collections
+import time
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+import course_lib as cl
+from course_lib.datasets import transforms as T
+from course_lib.datasets.synthetic import SyntheticImages
+from course_lib.grading import check
+from course_lib.utils import data
+from course_lib.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
+
+# %% [markdown] id="datasets-md"
+# ## 1 · Datasets: map-style and iterable
+#
+# A **map-style** dataset answers two questions: `len(ds)` and `ds[i]` for `0 <= i < len(ds)`. Anything with
+# `__len__` and `__getitem__` will do; subclassing `Dataset` only adds `ds1 + ds2` (a `ConcatDataset`). The
+# samples are produced *when asked*, so a dataset of a million images can be a few lines of code and no
+# memory: `SyntheticImages` draws image `i` from a generator seeded with `(seed, i)`, the same picture in every
+# process and every run. Each sample is `(image, label)`, the image a `uint8` array of shape
+# `(height, width, channels)`, as an image file decodes.
+
+# %% id="datasets-demo"
+images = SyntheticImages(1000, size=32, num_classes=10, seed=0)
+img, label = images[7]
+print(f"len(images) = {len(images)}; images[7] = (array {img.shape} {img.dtype}, label {label})")
+
+fig, axes = plt.subplots(1, 8, figsize=(10, 1.7))
+for i, ax in enumerate(axes):
+    img, label = images[i]
+    ax.imshow(img)
+    ax.set_title(f"#{i}: class {label}", fontsize=9)
+    ax.axis("off")
+plt.show()
+
+# %% [markdown] id="datasets-more-md"
+# The building blocks combine: `TensorDataset` serves rows of tensors, `ConcatDataset` puts datasets end to
+# end, `Subset` picks indices, and `random_split` cuts a dataset into random non-overlapping subsets from a
+# seeded generator (the same split every run).
+#
+# An **iterable** dataset is a stream instead: it defines `__iter__`, and the samples come in the stream's
+# own order. No `len` is needed and no random access: reading lines of a huge file, records from a database,
+# frames from a camera.
+
+# %% id="datasets-more-demo"
+xs = cl.arange(12.).view(6, 2)
+pairs = data.TensorDataset(xs, cl.arange(6) % 2)
+print("TensorDataset[4] =", pairs[4])
+
+both = data.ConcatDataset([data.Subset(images, [5, 9]), pairs])
+print("len(ConcatDataset) =", len(both), "; item 2 comes from the second dataset:", both[2])
+
+train, val = data.random_split(images, [0.8, 0.2], generator=cl.Generator().manual_seed(0))
+print("random_split:", len(train), len(val), "; first validation indices:", val.indices[:5])
+
+
+class Countdown(IterableDataset):
+    def __init__(self, start):
+        self.start = start
+
+    def __iter__(self):
+        return iter(range(self.start, 0, -1))
+
+
+print("an IterableDataset:", list(Countdown(5)))
+
+# %% [markdown] id="samplers-md"
+# > **In PyTorch:** `torch/utils/data/dataset.py` holds `Dataset`, `IterableDataset`, `TensorDataset`,
+# > `ConcatDataset` (a binary search over cumulative sizes), `Subset` and `random_split`. course_lib's
+# > `course_lib/utils/data/dataset.py` follows it line by line. `torchvision/datasets/` adds real datasets;
+# > `course_lib.datasets` has procedural ones and an MNIST reader for the IDX files.
+#
+# ## 2 · Samplers and batch samplers
+#
+# For a map-style dataset, the `DataLoader` never decides the order itself: it asks a **sampler**, an iterable
+# of indices. `SequentialSampler` gives `0, 1, 2, ...`; `RandomSampler` gives a fresh permutation each time it
+# is iterated (each epoch), drawn from a `Generator`, so a seeded generator replays the same epochs. Then a
+# **batch sampler** groups the indices into lists, one list per batch. `DataLoader(ds, batch_size=4,
+# shuffle=True)` builds exactly these two objects: look at `loader.sampler` and `loader.batch_sampler`.
+
+# %% id="samplers-demo"
+ten = range(10)
+print("SequentialSampler:      ", list(data.SequentialSampler(ten)))
+shuffler = data.RandomSampler(ten, generator=cl.Generator().manual_seed(0))
+print("RandomSampler, epoch 1: ", list(shuffler))
+print("RandomSampler, epoch 2: ", list(shuffler))
+print("BatchSampler(size 4):   ", list(data.BatchSampler(data.SequentialSampler(ten), 4, drop_last=False)))
+print("...with drop_last=True: ", list(data.BatchSampler(data.SequentialSampler(ten), 4, drop_last=True)))
+
+loader = DataLoader(images, batch_size=4, shuffle=True)
+print(type(loader.sampler).__name__, type(loader.batch_sampler).__name__, "len(loader) =", len(loader))
+
+
+# %% [markdown] id="ex-06-1-task"
+# ## Exercise 06.1 · BatchSampler (1 point)
+#
+# Write the class `BatchSampler(sampler, batch_size, drop_last)`:
+#
+# - iterating it yields **lists** of indices taken from `iter(sampler)` in order, `batch_size` at a time;
+# - the last, shorter list is yielded too, unless `drop_last` is true (and an empty list is never yielded);
+# - it can be iterated again (each `iter()` starts a new pass over `sampler`);
+# - `len()` is the number of batches: `len(sampler) / batch_size`, rounded up, or down with `drop_last`.
+#
+# `sampler` can be any iterable of indices with a `len` (a range, a list, a `RandomSampler`). The constructor
+# is given; write `__iter__` (a generator: use `yield`) and `__len__`.
+#
+# *Hint:* keep a list, append each index, yield and start a new list when it is full.
+
+# %% id="ex-06-1-solution" tags=["solution"] exercise="06.1"
+class BatchSampler:
+    """Group the indices of `sampler` into lists of `batch_size` (the last one shorter unless drop_last)."""
+
+    def __init__(self, sampler, batch_size: int, drop_last: bool):
+        self.sampler = sampler
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+
+    def __iter__(self):
+        ### BEGIN SOLUTION
+        batch = []
+        for index in self.sampler:
+            batch.append(index)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+        ### END SOLUTION
+
+    def __len__(self) -> int:
+        ### BEGIN SOLUTION
+        if self.drop_last:
+            return len(self.sampler) // self.batch_size
+        return (len(self.sampler) + self.batch_size - 1) // self.batch_size
+        ### END SOLUTION
+
+
+# %% id="ex-06-1-check" tags=["check", "nbval-check-output"] exercise="06.1" points=1
+check("06.1", BatchSampler)
+
+# %% [markdown] id="collate-md"
+# > **In PyTorch:** `torch/utils/data/sampler.py`. Its `BatchSampler.__iter__` has a second, faster branch for
+# > `drop_last=True`: `zip(*[iter(sampler)] * batch_size)` pulls `batch_size` items from *one* iterator per
+# > tuple and stops at the first incomplete one.
+#
+# ## 3 · Collate: from a list of samples to a batch
+#
+# The batch sampler gives `[3, 7, 1, 4]`; the fetcher reads `[ds[3], ds[7], ds[1], ds[4]]`, a list of
+# samples. `collate_fn` turns that list into the batch, and the default, `default_collate`, decides by the
+# type of the **first** sample:
+#
+# | each sample is | the batch is |
+# |---|---|
+# | a tensor | `stack(samples)`: a new leading dimension of size batch |
+# | a numpy array | the arrays as tensors, stacked (dtype kept) |
+# | a `float` | a **float64** tensor (not the default float32!) |
+# | an `int` / a `bool` | an int64 / bool tensor |
+# | a `str` | the samples, unchanged |
+# | a `dict` | a dict: each key collated over the samples |
+# | a namedtuple | the same namedtuple type, each field collated |
+# | a tuple or list | **transposed**: a list with one collated entry per position |
+#
+# The last rule is what turns a list of `(image, label)` pairs into `[images, labels]`. The rules apply
+# recursively, so nested structures come out with the same nesting and tensors at the leaves.
+
+# %% id="collate-demo"
+samples = [images[i] for i in range(4)]
+batch = data.default_collate(samples)
+print(type(batch).__name__, "of", [f"{type(b).__name__} {tuple(b.shape)} {b.dtype}" for b in batch])
+print(data.default_collate([1.0, 2.5]), data.default_collate([{"x": 1, "tag": "a"}, {"x": 2, "tag": "b"}]))
+print(data.default_collate([(1, "a", 2.0), (3, "b", 4.0)]))
+try:
+    data.default_collate([np.zeros(2), np.zeros(3)])
+except RuntimeError as e:
+    print("ragged samples:", e)
+
+# %% [markdown] id="ex-06-2-task"
+# ## Exercise 06.2 · collate (2 points)
+#
+# Write `collate(batch)` for a non-empty list of samples, following the table above:
+#
+# - a tensor first sample: `course_lib.stack(batch)`; numpy arrays: stack `course_lib.as_tensor` of each;
+# - `float`: `course_lib.tensor(batch, dtype=course_lib.float64)`; `int` (which includes `bool`):
+#   `course_lib.tensor(batch)`; `str`: `batch` itself, unchanged;
+# - a mapping (`dict`): a dict with each key collated over the samples;
+# - a namedtuple (a `tuple` with a `_fields` attribute): the same type, built from the collated fields;
+# - another tuple or list: a `list` with, for each position, the collated tuple of that position's values
+#   (`zip(*batch)` transposes; pass its tuples on as they are);
+# - anything else: raise `TypeError`.
+#
+# Order matters: a namedtuple is also a tuple, and a `bool` is also an `int`.
+
+# %% id="ex-06-2-solution" tags=["solution"] exercise="06.2"
+import collections.abc
+
+import numpy as np
+
+import course_lib as cl
+
+
+def collate(batch):
+    """Merge a list of samples into a batch, by the type of the first sample."""
+    ### BEGIN SOLUTION
+    elem = batch[0]
+    if isinstance(elem, cl.Tensor):
+        return cl.stack(list(batch), 0)
+    if isinstance(elem, np.ndarray):
+        return cl.stack([cl.as_tensor(b) for b in batch], 0)
+    if isinstance(elem, float):
+        return cl.tensor(batch, dtype=cl.float64)
+    if isinstance(elem, int):  # bool too
+        return cl.tensor(batch)
+    if isinstance(elem, str):
+        return batch
+    if isinstance(elem, collections.abc.Mapping):
+        return {key: collate([sample[key] for sample in batch]) for key in elem}
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # a namedtuple
+        return type(elem)(*(collate(values) for values in zip(*batch)))
+    if isinstance(elem, collections.abc.Sequence):
+        return [collate(values) for values in zip(*batch)]
+    raise TypeError(f"collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
+                    f"found {type(elem)}")
+    ### END SOLUTION
+
+
+# %% id="ex-06-2-check" tags=["check", "nbval-check-output"] exercise="06.2" points=2
+check("06.2", collate)
+
+
+# %% [markdown] id="single-md"
+# > **In PyTorch:** `torch/utils/data/_utils/collate.py`. `default_collate` is `collate` with a registry,
+# > `default_collate_fn_map`, from leaf types to functions: add your own type there instead of rewriting the
+# > whole function. Inside a worker process its tensor rule allocates the stacked batch directly in shared
+# > memory, which matters in section 7.
+#
+# ## 4 · Follow one index: the single-process iterator
+#
+# With `num_workers=0` (the default) everything happens in the training loop's own process, one batch per
+# `next()`:
+#
+# ```
+# batch_sampler ──> [3, 7, 1, 4] ──> [ds[3], ds[7], ds[1], ds[4]] ──> collate_fn ──> batch
+# ```
+#
+# With `batch_size=None` batching is off: the loader iterates `loader.sampler` (single indices), and
+# `collate_fn` (then `default_convert`, which only turns numpy arrays into tensors) gets one sample at a time.
+# The loader says which case it is in: `loader.batch_sampler` is `None` when batching is off.
+
+# %% [markdown] id="ex-06-3-task"
+# ## Exercise 06.3 · SingleProcessIter (1 point)
+#
+# Write the iterator that `iter(DataLoader(..., num_workers=0))` returns. `SingleProcessIter(loader)` takes a
+# `DataLoader` and must produce exactly the batches that `list(loader)` gives:
+#
+# - `__init__`: keep `loader.dataset` and `loader.collate_fn`, and start an iterator over
+#   `loader.batch_sampler`, or over `loader.sampler` when `loader.batch_sampler` is `None`;
+# - `__next__`: take the next index (or list of indices), fetch the sample(s), return `collate_fn` of
+#   them: `collate_fn([dataset[i] for i in indices])` when batching, `collate_fn(dataset[index])` when not.
+#   When the indices run out, `next()` raises `StopIteration`: let it through, it ends the `for` loop.
+# - `__iter__` returns `self` (given).
+#
+# *Hint:* iterate the batch sampler only once, in `__init__`: calling `iter()` on a `RandomSampler` again
+# would start a new permutation.
+
+# %% id="ex-06-3-solution" tags=["solution"] exercise="06.3"
+class SingleProcessIter:
+    """The batches of `loader`, loaded in this process (like DataLoader with num_workers=0)."""
+
+    def __init__(self, loader):
+        ### BEGIN SOLUTION
+        self.dataset = loader.dataset
+        self.collate_fn = loader.collate_fn
+        self.auto_collation = loader.batch_sampler is not None
+        self.indices = iter(loader.batch_sampler if self.auto_collation else loader.sampler)
+        ### END SOLUTION
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        ### BEGIN SOLUTION
+        index = next(self.indices)  # StopIteration ends the loop
+        if self.auto_collation:
+            return self.collate_fn([self.dataset[i] for i in index])
+        return self.collate_fn(self.dataset[index])
+        ### END SOLUTION
+
+
+# %% id="ex-06-3-check" tags=["check", "nbval-check-output"] exercise="06.3" points=1
+check("06.3", SingleProcessIter)
+
+# %% [markdown] id="workers-md"
+# > **In PyTorch:** `_SingleProcessDataLoaderIter` in `torch/utils/data/dataloader.py`, with the fetching in
+# > `torch/utils/data/_utils/fetch.py` (`_MapDatasetFetcher`; `_IterableDatasetFetcher` pulls `batch_size`
+# > items from the stream instead). A dataset may also define `__getitems__(indices)` to fetch a whole batch at
+# > once, which the fetcher prefers.
+#
+# ## 5 · Why worker processes, and what they cost
+#
+# Real samples are expensive: decode a JPEG, crop, flip, normalize. Done in the training loop, that time adds
+# to every step. `num_workers=N` starts `N` processes that load batches *while the training loop computes*.
+# Processes, not threads: Python runs one thread at a time (the GIL), so only processes load in parallel.
+#
+# The next cell makes each sample cost about 2 ms of numpy work (`work=15` smoothing passes) and times one
+# epoch with 0, 1 and 2 workers. On a machine with two or more free cores, 2 workers should come close to
+# twice as fast as none; the first batch, though, arrives later, because the workers have to start first.
+
+# %% id="workers-demo"
+busy = SyntheticImages(192, size=32, seed=0, work=15)
+
+
+def epoch(loader):
+    # (seconds for the whole epoch, seconds until the first batch)
+    start = time.perf_counter()
+    first = None
+    for _ in loader:
+        if first is None:
+            first = time.perf_counter() - start
+    return time.perf_counter() - start, first
+
+
+results = {n: epoch(DataLoader(busy, batch_size=16, num_workers=n)) for n in (0, 1, 2)}
+for n, (total, first) in results.items():
+    print(f"num_workers={n}: {len(busy) / total:6.0f} samples/s   first batch after {first * 1e3:5.1f} ms")
+
+fig, ax = plt.subplots(figsize=(5, 1.8))
+ax.barh([f"num_workers={n}" for n in results], [len(busy) / t for t, _ in results.values()], color="#2b8cbe")
+ax.set_xlabel("samples per second (higher is better)")
+plt.show()
+
+# %% [markdown] id="workers-cost-md"
+# What a worker costs:
+#
+# - **start-up**: a process per worker, every epoch unless `persistent_workers=True` keeps them. On Linux
+#   course_lib starts them with `fork`: the child is a copy-on-write copy of the parent, dataset included, so
+#   it starts in milliseconds. With `multiprocessing_context="spawn"` (the default on macOS and Windows) each
+#   worker starts a fresh Python, imports everything again and receives the dataset pickled, which takes a
+#   second or more, and everything it needs must be importable: classes defined in a notebook cell are not;
+# - **memory**: each worker has its own copy of the dataset object (and of whatever it caches);
+# - **a trip between processes** for every batch (section 7).
+#
+# So use workers when loading a batch costs more than sending it: decoding and augmenting, yes; slicing an
+# in-memory tensor, no.
+
+# %% [markdown] id="protocol-md"
+# ## 6 · Inside the multi-process loader
+#
+# The main process keeps workers busy through queues:
+#
+# ```
+#                   index queue 0 ──> worker 0 ──┐
+# main process ──>  index queue 1 ──> worker 1 ──┼──> result queue ──> main process ──> your loop
+#  (round-robin)         ...                     ┘     (task id, batch)    (back in order)
+# ```
+#
+# - Each task gets a number. The main process sends `(task id, indices)` to the workers in turn and keeps
+#   `prefetch_factor * num_workers` tasks in flight (2 x 2 = 4 by default with 2 workers): enough to hide
+#   loading time, not so many that memory fills up with batches nobody asked for yet.
+# - A worker loops: take a task, load and collate, put `(task id, batch)` on the one shared result queue.
+# - An exception in a worker does not kill it: it is caught, wrapped with its traceback, sent like a batch and
+#   re-raised in the main process when that batch's turn comes, as
+#   `ValueError: Caught ValueError in DataLoader worker process 0.` followed by the original traceback.
+# - A worker that *dies* (killed by the out-of-memory killer, a crash in C code) is noticed while the main
+#   process waits: `RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.`
+# - At the end of the epoch, on `break`, on an error or when the iterator is garbage collected, the main
+#   process sends each worker `None`, waits briefly, and terminates any that do not stop.
+#
+# Peek at the bookkeeping of a real iterator: right after it starts, four tasks are in flight.
+
+# %% id="protocol-demo"
+it = iter(DataLoader(images, batch_size=8, num_workers=2))
+print("tasks sent:", it._send_idx, "| in flight:", it._tasks_outstanding, "| worker of each task:",
+      {task: info[0] for task, info in it._task_info.items()})
+first = next(it)
+print("after one next(): sent", it._send_idx, "| next task to hand out:", it._rcvd_idx)
+print("workers:", [f"pid {w.pid}" for w in it._workers])
+del it, first  # the iterator stops its workers when it is garbage collected
+
+# %% [markdown] id="ex-06-4-task"
+# ## Exercise 06.4 · worker_loop (2 points)
+#
+# Write the loop a worker process runs, `worker_loop(dataset, index_queue, result_queue, collate_fn,
+# worker_id)`:
+#
+# - take tasks with `index_queue.get()`, one at a time, in order;
+# - a task `None` means stop: return (and put nothing);
+# - a task `(task_id, indices)`: put `(task_id, collate_fn([dataset[i] for i in indices]))` on
+#   `result_queue` with `result_queue.put(...)`, then take the next task;
+# - if loading or collating raises an `Exception`, put `(task_id, ExceptionWrapper(where=f"in DataLoader
+#   worker process {worker_id}"))` instead and carry on with the next task. `ExceptionWrapper()` must be
+#   created inside the `except` block: it reads the exception being handled and formats its traceback.
+#
+# The check runs your function in this process, with queue objects that hold a prepared list of tasks.
+#
+# *Hint:* a `while True:` loop around a `try`/`except Exception:`.
+
+# %% id="ex-06-4-solution" tags=["solution"] exercise="06.4"
+from course_lib.utils.data._utils import ExceptionWrapper
+
+
+def worker_loop(dataset, index_queue, result_queue, collate_fn, worker_id: int) -> None:
+    """Load the batches asked for on index_queue, put them on result_queue, until None."""
+    ### BEGIN SOLUTION
+    while True:
+        task = index_queue.get()
+        if task is None:
+            return
+        task_id, indices = task
+        try:
+            batch = collate_fn([dataset[i] for i in indices])
+        except Exception:
+            batch = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
+        result_queue.put((task_id, batch))
+    ### END SOLUTION
+
+
+# %% id="ex-06-4-check" tags=["check", "nbval-check-output"] exercise="06.4" points=2
+check("06.4", worker_loop)
+
+
+# %% [markdown] id="order-md"
+# > **In PyTorch:** `_worker_loop` in `torch/utils/data/_utils/worker.py`. Before its loop it seeds the
+# > random number generators (section 9), sets `get_worker_info()` and calls `worker_init_fn`; while idle it
+# > checks every few seconds that the main process is still alive, so a worker never outlives it. The wrapper
+# > is `ExceptionWrapper` in `torch/_utils.py`. Dead workers are reported by a SIGCHLD handler
+# > (`torch/utils/data/_utils/signal_handling.py`, `torch/csrc/DataLoader.cpp`); course_lib checks each
+# > worker's exit code while it waits (`course_lib/utils/data/_utils/signal_handling.py`).
+#
+# ## 7 · Back in order
+#
+# Workers finish in any order: a slow sample holds up only its own batch. The main process remembers which
+# task it must hand out next; a batch that arrives early waits in a dictionary until its turn. With
+# `in_order=False` the loader skips that and yields batches as they come, which keeps the training loop busy
+# when some samples are slow, at the price of an order that changes from run to run.
+
+# %% id="order-demo"
+class SlowStart(Dataset):
+    # sample 0 takes 0.3 s, the others are instant
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, i):
+        if i == 0:
+            time.sleep(0.3)
+        return i
+
+
+for in_order in (True, False):
+    loader = DataLoader(SlowStart(), batch_size=2, num_workers=2, in_order=in_order)
+    print(f"in_order={in_order!s:5}:", [b.tolist() for b in loader])
+
+
+# %% [markdown] id="ex-06-5-task"
+# ## Exercise 06.5 · in_order (2 points)
+#
+# Write the generator `in_order(arrivals)`. `arrivals` is an iterator of `(task_id, batch)` pairs in the order
+# workers finished them; the task ids are `0, 1, 2, ...`, each exactly once, in any order. Yield the
+# **batches** in task order, and each one **as early as possible**: as soon as task `k` and everything before
+# it have arrived, yield it, before reading another arrival. Keep the early arrivals in a dictionary.
+#
+# The check counts how many arrivals you had read each time you yield a batch: reading ahead, even by one,
+# makes the training loop wait for nothing.
+
+# %% id="ex-06-5-solution" tags=["solution"] exercise="06.5"
+def in_order(arrivals):
+    """Yield the batches of (task_id, batch) arrivals in task order, each as soon as possible."""
+    ### BEGIN SOLUTION
+    waiting, next_id = {}, 0
+    for task_id, batch in arrivals:
+        waiting[task_id] = batch
+        while next_id in waiting:
+            yield waiting.pop(next_id)
+            next_id += 1
+    ### END SOLUTION
+
+
+# %% id="ex-06-5-check" tags=["check", "nbval-check-output"] exercise="06.5" points=2
+check("06.5", in_order)
+
+
+# %% [markdown] id="timeline-md"
+# > **In PyTorch:** `_MultiProcessingDataLoaderIter._next_data` in `torch/utils/data/dataloader.py`: the
+# > dictionary is `_task_info`, the counter `_rcvd_idx`. Each batch handed out frees a slot, and
+# > `_try_put_index` sends the next task right away, to the next worker in turn.
+#
+# ## 8 · The prefetch pipeline, drawn from a real run
+#
+# The next cell wraps each sample so that it records *which worker loaded it and when*, runs an epoch with 2
+# workers and a pretend training step of 30 ms per batch, and draws the timeline: one row per worker (a bar
+# per batch it loaded) and one for the training loop (a bar per step, and the time it spent waiting for a
+# batch in red). On an idle machine a batch takes a worker about 32 ms (16 samples, 2 ms each), so two
+# workers deliver a batch every 16 ms or so, faster than the loop consumes them: they get ahead until
+# `prefetch_factor * num_workers` batches are waiting, then pause (the pipeline is full), and only the first
+# batch makes the loop wait. On a busy machine loading takes longer and red bars appear between steps: the
+# loop is waiting for data, the situation where more workers (or cheaper samples) help.
+
+# %% id="timeline"
+class Timed(Dataset):
+    # each sample also reports (worker id, start time, end time)
+    def __init__(self, base):
+        self.base = base
+
+    def __len__(self):
+        return len(self.base)
+
+    def __getitem__(self, i):
+        start = time.perf_counter()
+        image, label = self.base[i]
+        info = get_worker_info()
+        return image, label, (info.id if info else -1), start, time.perf_counter()
+
+
+loader = DataLoader(Timed(SyntheticImages(16 * 12, size=32, seed=1, work=15)), batch_size=16, num_workers=2)
+t0 = time.perf_counter()
+loads, steps = [], []
+wait_start = time.perf_counter()
+for k, (images_batch, labels, worker, start, end) in enumerate(loader):
+    got = time.perf_counter()
+    loads.append((int(worker[0]), start.min().item() - t0, end.max().item() - t0, k))
+    time.sleep(0.03)  # the "training step"
+    steps.append((wait_start - t0, got - t0, time.perf_counter() - t0, k))
+    wait_start = time.perf_counter()
+
+fig, ax = plt.subplots(figsize=(10, 2.4))
+for worker, start, end, k in loads:
+    ax.broken_barh([(start * 1e3, (end - start) * 1e3)], (2 - worker - 0.35, 0.7), color="#2b8cbe")
+    ax.text((start + end) / 2 * 1e3, 2 - worker, str(k), ha="center", va="center", color="white", fontsize=8)
+for waited, got, done, k in steps:
+    ax.broken_barh([(waited * 1e3, (got - waited) * 1e3)], (-0.35, 0.7), color="#e34a33")
+    ax.broken_barh([(got * 1e3, (done - got) * 1e3)], (-0.35, 0.7), color="#31a354")
+    ax.text((got + done) / 2 * 1e3, 0, str(k), ha="center", va="center", color="white", fontsize=8)
+ax.set_yticks([0, 1, 2], ["training loop", "worker 1", "worker 0"])
+ax.set_xlabel("milliseconds since the loader started (blue: loading batch k; green: step k; red: waiting)")
+plt.show()
+
+
+# %% [markdown] id="shm-md"
+# Things to try: make the training step shorter than a batch's loading time (`time.sleep(0.005)`), and the
+# red bars appear: the loop now waits for data and more workers would help. Set `prefetch_factor=1` and the
+# workers pause sooner. Add `persistent_workers=True` and run two epochs: the second one starts without the
+# start-up gap.
+#
+# ## 9 · Shared memory against pickling
+#
+# A worker's batch must reach the main process. The obvious way is to **pickle** it: turn every tensor into
+# bytes, push the bytes through a pipe, and rebuild the tensors on the other side. For a batch of 64 images
+# of 3 x 128 x 128 floats that is 12.6 MB copied three times (into the pickle, through the pipe, out of it).
+#
+# **Shared memory** avoids the copies. In a worker, `default_collate` stacks the batch directly into a
+# *shared-memory block*, memory that both processes can map. Only the block's name and the tensor's
+# `(dtype, offset, shape, stride)` go through the pipe: a few hundred bytes. The main process maps the block
+# and wraps it as the tensor's storage, with no copy. When the last tensor (or numpy view) of that storage
+# dies, the block goes back to its worker, which fills it with a later batch.
+
+# %% id="shm-demo"
+class Frames(Dataset):
+    # cheap samples, so that the trip between processes is what we measure
+    def __init__(self, n, shape=(3, 64, 64)):
+        self.frame = np.ones(shape, np.float32)
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return self.frame * i
+
+
+frames = Frames(64 * 16)
+batch_mb = 64 * frames.frame.nbytes / 2 ** 20
+per_batch = {}
+for strategy in ("pickle", "shared_memory"):
+    data.set_sharing_strategy(strategy)
+    try:
+        loader = DataLoader(frames, batch_size=64, num_workers=1)
+        total, _ = epoch(loader)
+    finally:
+        data.set_sharing_strategy("shared_memory")
+    per_batch[strategy] = total / len(loader)
+    print(f"{strategy:13}: {per_batch[strategy] * 1e3:6.1f} ms per batch of {batch_mb:.1f} MB")
+print(f"shared memory is {per_batch['pickle'] / per_batch['shared_memory']:.1f}x faster here")
+
+batch = next(iter(DataLoader(frames, batch_size=64, num_workers=1)))
+print("the batch's storage lives in", type(batch._storage._owner).__name__, batch._storage._owner.name)
+
+
+# %% [markdown] id="seed-md"
+# Freeing the blocks is the delicate part. course_lib unlinks a block's *name* as soon as the main process
+# has mapped it: from then on the memory belongs to the two mappings and disappears with them, whatever
+# happens to either process, and nothing is left behind in `/dev/shm`. Names that never reached the main
+# process (a worker killed mid-epoch, an early `break`) carry a prefix unique to the iterator, which is swept
+# when the iterator shuts down.
+#
+# > **In PyTorch:** `torch/multiprocessing/reductions.py` registers how tensors pickle between processes:
+# > the storage moves to shared memory and only a handle travels (a file descriptor, or a file name with
+# > `set_sharing_strategy("file_system")`). `collate_tensor_fn` in `_utils/collate.py` allocates the batch in
+# > shared memory when it runs in a worker. PyTorch allocates a fresh block for every batch; course_lib
+# > recycles them, because touching fresh memory costs a page fault per 4 KB page, in each process.
+#
+# ## 10 · Randomness in workers: the classic bug
+#
+# Every worker starts as a copy of the main process. Anything random that lives *in* the dataset object is
+# copied too, state included: every worker then draws the same "random" numbers. The next dataset creates its
+# random generator in `__init__`, the natural place, and uses it to pick a crop offset per sample. Look at
+# the batches: worker 0 loads batches 0, 2, 4 and worker 1 loads batches 1, 3, 5, and each pair is identical.
+
+# %% id="seed-bug"
+class RandomOffsets(Dataset):
+    def __init__(self):
+        self.rng = np.random.default_rng(0)  # one generator... copied into every worker
+
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, i):
+        return int(self.rng.integers(0, 100))  # e.g. where to crop
+
+
+print("2 workers:", [b.tolist() for b in DataLoader(RandomOffsets(), batch_size=2, num_workers=2)])
+
+
+# %% [markdown] id="seed-fix-md"
+# The DataLoader does its part: in each worker it seeds Python's `random` and course_lib's generator with
+# `base_seed + worker_id`, and numpy's global generator with a hash of the two, where `base_seed` is drawn
+# from the loader's `generator` (or the global one) once per epoch. So `np.random.rand()`, `random.random()` and course_lib's
+# random transforms (`T.RandomCrop`, `T.RandomHorizontalFlip`) already differ between workers, and are
+# reproducible when you seed. A generator you keep yourself needs the same treatment, in `worker_init_fn`,
+# which runs in each worker after that seeding: `get_worker_info()` gives the worker's `seed` and its copy of
+# the `dataset`.
+
+# %% id="seed-fix"
+def seed_worker(worker_id):
+    info = get_worker_info()
+    info.dataset.rng = np.random.default_rng(info.seed)  # this worker's copy, this worker's seed
+
+
+for run in (1, 2):
+    loader = DataLoader(RandomOffsets(), batch_size=2, num_workers=2, worker_init_fn=seed_worker,
+                        generator=cl.Generator().manual_seed(42))
+    print(f"fixed, run {run}:", [b.tolist() for b in loader])
+
+augment = T.Compose([T.ToTensor(), T.RandomCrop(24), T.RandomHorizontalFlip()])
+crops = DataLoader(SyntheticImages(8, size=32, seed=0, transform=augment), batch_size=4, num_workers=2)
+print("augmented batch:", tuple(next(iter(crops))[0].shape))
+
+
+# %% [markdown] id="shard-md"
+# ## 11 · Sharding an iterable dataset
+#
+# A map-style dataset is split between workers by the sampler: each index goes to one worker. An
+# `IterableDataset` has no indices, so each worker simply iterates its own copy, and without help every
+# worker yields the *whole* stream: with 2 workers each sample arrives twice. The dataset must shard
+# itself: `get_worker_info()` returns `None` in the main process and, in a worker, its `id` and
+# `num_workers`.
+
+# %% id="shard-demo"
+class Stream(IterableDataset):
+    def __init__(self, n, shard):
+        self.n, self.shard = n, shard
+
+    def __iter__(self):
+        info = get_worker_info()
+        if info is None or not self.shard:
+            return iter(range(self.n))
+        return iter(range(info.id, self.n, info.num_workers))  # worker k takes k, k + W, k + 2W, ...
+
+
+print("not sharded:", [b.tolist() for b in DataLoader(Stream(8, shard=False), batch_size=2, num_workers=2)])
+print("sharded:    ", [b.tolist() for b in DataLoader(Stream(8, shard=True), batch_size=2, num_workers=2)])
+print("3 items/batch:", [b.tolist() for b in DataLoader(Stream(8, shard=True), batch_size=3, num_workers=2)])
+
+# %% [markdown] id="summary"
+# Each worker fills its batches from its own shard, so with `batch_size=3` the batches mix nothing across
+# workers and each worker may end with a short batch of its own: `[6]` and `[7]` above, not one `[6, 7]`.
+# That is also why `len(loader)` is only an estimate for iterable datasets.
+#
+# ## Summary and what comes next
+#
+# - A map-style dataset answers `ds[i]`; an iterable dataset is a stream. Samplers choose the order of the
+#   indices, a batch sampler groups them, and `collate` merges samples by type: tensors and arrays are
+#   stacked, numbers become tensors (floats as float64), containers are walked, tuples transposed.
+# - With `num_workers=0` the loader is a three-step loop: next indices, fetch, collate.
+# - With workers, the main process keeps `prefetch_factor * num_workers` tasks in flight through per-worker
+#   index queues, collects `(task id, batch)` from one result queue and hands batches out in order. Worker
+#   errors travel as wrapped exceptions; dead workers are reported, not waited for; every exit path stops the
+#   workers.
+# - Batches travel through shared memory: only names and shapes are pickled.
+# - Each worker's random generators are seeded from `base_seed` and its id; seed your own generators in
+#   `worker_init_fn`, and shard iterable datasets with `get_worker_info()`.
+#
+# **Chapter 07 · Serialization** saves and loads tensors, modules and optimizers, and meets shared storage
+# again: two tensors that view one storage must still share it after `save` and `load`.
+#
+# Grade this chapter with `course grade notebooks/06_data_loading.ipynb`.
