@@ -6,6 +6,8 @@ propagation and by the compiler's fake tensors).
 """
 from __future__ import annotations
 
+from ._dtype import readonly_attribute_message
+
 __all__ = ["device"]
 
 _TYPES = ("cpu", "meta")
@@ -19,8 +21,16 @@ class device:
     def __new__(cls, type_or_device="cpu", index=None):
         if isinstance(type_or_device, device):
             return type_or_device
+        if index is not None:
+            if type(index) is not int:
+                raise TypeError(f"device(): argument 'index' (position 2) must be int, not {type(index).__name__}")
+            if index < 0:
+                raise RuntimeError("Device index must not be negative")
         t = str(type_or_device)
         if ":" in t:
+            if index is not None:
+                raise RuntimeError("type (string) must not include an index because index was passed "
+                                   f"explicitly: {type_or_device}")
             t, _, idx = t.partition(":")
             index = int(idx)
         if t not in _TYPES:
@@ -30,10 +40,18 @@ class device:
         if cached is not None:
             return cached
         self = object.__new__(cls)
-        self.type = t
-        self.index = index
+        object.__setattr__(self, "type", t)
+        object.__setattr__(self, "index", index)
         _CACHE[(t, index)] = self
         return self
+
+    # ``device('cpu')`` is one shared object, so devices are immutable, as PyTorch's are:
+    # changing one would move every tensor and every later ``zeros(2, device='cpu')``.
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError(readonly_attribute_message("course_lib.device", type(self), name))
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(readonly_attribute_message("course_lib.device", type(self), name))
 
     def __eq__(self, other):
         if isinstance(other, str):

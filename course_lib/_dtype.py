@@ -20,19 +20,46 @@ __all__ = [
 _BOOL, _INT, _FLOAT = 0, 1, 2
 
 
+def readonly_attribute_message(type_name: str, cls: type, name) -> str:
+    """Python's error text for assigning to an attribute of an immutable built-in object.
+
+    ``type_name`` is how the class is shown (``'course_lib.device'``): data attributes
+    and properties "are not writable", methods "are read-only", other names do not exist.
+    """
+    if not isinstance(name, str):
+        return f"attribute name must be string, not '{type(name).__name__}'"
+    attr = getattr(cls, name, _MISSING)
+    if attr is _MISSING:
+        return f"'{type_name}' object has no attribute '{name}'"
+    if callable(attr) and not hasattr(attr, "__set__"):
+        return f"'{type_name}' object attribute '{name}' is read-only"
+    return f"attribute '{name}' of '{type_name}' objects is not writable"
+
+
+_MISSING = object()
+
+
 class dtype:
     """A tensor element type, like ``torch.dtype``."""
 
     __slots__ = ("name", "np", "itemsize", "category", "is_signed", "_storage_name", "_tensor_name")
 
     def __init__(self, name: str, np_dtype, category: int, storage_name: str, tensor_name: str):
-        self.name = name
-        self.np = np.dtype(np_dtype)
-        self.itemsize = self.np.itemsize
-        self.category = category
-        self.is_signed = category != _BOOL and self.np.kind != "u"
-        self._storage_name = storage_name   # the name torch.save uses: 'FloatStorage', ...
-        self._tensor_name = tensor_name     # 'Float' as in 'torch.FloatTensor'
+        init = object.__setattr__  # dtypes are immutable (see __setattr__)
+        init(self, "name", name)
+        init(self, "np", np.dtype(np_dtype))
+        init(self, "itemsize", self.np.itemsize)
+        init(self, "category", category)
+        init(self, "is_signed", category != _BOOL and self.np.kind != "u")
+        init(self, "_storage_name", storage_name)   # the name torch.save uses: 'FloatStorage', ...
+        init(self, "_tensor_name", tensor_name)     # 'Float' as in 'torch.FloatTensor'
+
+    # There is one object per dtype, shared by every tensor: immutable, as in PyTorch.
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError(readonly_attribute_message("course_lib.dtype", type(self), name))
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(readonly_attribute_message("course_lib.dtype", type(self), name))
 
     @property
     def is_floating_point(self) -> bool:

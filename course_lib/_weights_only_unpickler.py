@@ -15,9 +15,14 @@ whatever the file says.  This unpickler runs the same machine, but:
    :func:`add_safe_globals`; anything else is refused with an error that names
    the global.  Modules ``sys``, ``os``, ``posix`` and ``nt`` are refused always,
    even if someone allowlisted something from them.
-2. ``REDUCE`` and ``NEWOBJ`` only call allowlisted objects; ``BUILD`` only sets
-   the state of tensors, parameters, ``OrderedDict`` and allowlisted types;
-   ``APPEND(S)`` only extends lists; ``SETITEM(S)`` only fills dicts.
+2. ``REDUCE`` and ``NEWOBJ`` only call allowlisted objects; ``APPEND(S)`` only extends
+   lists; ``SETITEM(S)`` only fills dicts.  ``BUILD`` does what PyTorch's does and no
+   more: on a tensor it is ``tensor.set_(*state)`` (a storage, offset, size and stride,
+   checked to lie inside the storage), on a Parameter ``Tensor.__setstate__``, on an
+   ``OrderedDict`` it sets attributes (a state_dict's ``_metadata``), on other allowlisted
+   types it runs ``__setstate__`` or sets the instance's attributes.  Devices and dtypes
+   are allowlisted but immutable, so BUILD on them fails; no file can change a tensor's
+   dtype, shape or storage except through those checks.
 3. Only the protocol-2 opcodes that ``torch.save`` emits are understood; any
    other byte is refused (``Unsupported operand 149`` is protocol 4's FRAME).
 4. Persistent ids (``BINPERSID``) must be ``('storage', ...)`` tuples.
@@ -339,6 +344,7 @@ class Unpickler:
         allowed_ids = _allowed_ids()
         from ._tensor import Tensor
         from .nn.parameter import Parameter
+        from .serialization import _tensor_set_ as tensor_set_, _tensor_setstate as tensor_setstate
 
         def truncated(at: int, k: int):
             return UnpicklingError(f"pickle data was truncated: needed {k} bytes at byte {at}, "
@@ -503,11 +509,14 @@ class Unpickler:
                 elif op == _BUILD:
                     state = stack.pop()
                     inst = stack[-1]
-                    if type(inst) is Tensor or type(inst) is Parameter:
-                        _set_tensor_state(inst, state)
+                    if type(inst) is Tensor:
+                        # Legacy unpickling: PyTorch runs inst.set_(*state), with set_'s checks
+                        tensor_set_(inst, *_star_args(state))
+                    elif type(inst) is Parameter:
+                        tensor_setstate(inst, state)
                     elif type(inst) is OrderedDict:
-                        inst.__dict__.update(state)
-                    elif id(type(inst)) in allowed_ids:
+                        inst.__dict__.update(state)  # a state_dict's _metadata
+                    elif id(type(inst)) in allowed_ids or type(inst) is bytearray:
                         if hasattr(inst, "__setstate__"):
                             inst.__setstate__(state)
                         else:
@@ -630,18 +639,19 @@ def _maybe_decode_ascii(b):
     return b.decode("ascii") if isinstance(b, bytes) else b
 
 
-def _set_tensor_state(t, state) -> None:
-    """BUILD on a tensor: set its public Python attributes (``t.foo = 1`` survives a save)."""
-    if isinstance(state, tuple) and len(state) == 2 and (state[0] is None or isinstance(state[0], dict)):
-        state = state[0]
-    if state is None:
-        return
-    if not isinstance(state, dict):
-        raise UnpicklingError(f"a tensor's state must be a dict of attributes, got {type(state).__name__}")
-    for k, v in state.items():
-        if not isinstance(k, str) or k.startswith("_"):
-            raise UnpicklingError(f"refusing to set the private tensor attribute {k!r} from a file")
-        setattr(t, k, v)
+def _star_args(state) -> tuple:
+    """``*state`` in ``inst.set_(*state)``, without iterating a tensor row by row (it may have 2**62 rows)."""
+    from ._tensor import Tensor
+
+    if isinstance(state, Tensor):
+        if state.dim() == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        if state.shape[0] > 4:
+            raise TypeError(f"set_() received an invalid combination of arguments - got ({state.shape[0]} tensors)")
+    try:
+        return tuple(state)
+    except TypeError:
+        raise TypeError(f"Tensor.set_() argument after * must be an iterable, not {type(state).__name__}") from None
 
 
 def load(file, *, encoding: str = "ASCII"):
