@@ -151,7 +151,8 @@ def torch_targets(rows) -> list[str]:
         ratio = r.get("ratio_torch")
         if goal is None or ratio is None:
             continue
-        out.append(f"{r['name']}: {ratio:.2f}x torch (target <= {goal:g}x) {'ok' if ratio <= goal else 'MISSED'}")
+        out.append(f"{r['name']}, threads={r['threads']}: {ratio:.2f}x torch (target <= {goal:g}x) "
+                   f"{'ok' if ratio <= goal else 'MISSED'}")
     return out
 
 

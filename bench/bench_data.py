@@ -181,8 +181,8 @@ def _summary(rows) -> str:
     for r in rows:
         t = r["times"]
         if "torch" in t:
-            lines.append(f"  course_lib / torch, {r['name'][6:]}: {t['course_lib'] / t['torch']:.2f}x "
-                         "(target <= 1.3x)")
+            lines.append(f"  course_lib / torch, {r['name'][6:]}, threads={r['threads']}: "
+                         f"{t['course_lib'] / t['torch']:.2f}x (target <= 1.3x)")
     return "\n".join(lines)
 
 

@@ -1,15 +1,15 @@
 """nn workloads (issue 5): an MLP training step, a convolution forward + backward, resnet18 inference.
 
-Each workload runs the same computation three ways, side by side in one process
+Each workload runs the same computation three ways, each in its own fresh process
 (see ``harness.py``): course_lib (modules, dispatcher, autograd, optimizer), the
 numpy floor (the same kernels course_lib uses, written straight in numpy, with
 no framework around them), and real torch.  The issue's targets compare with
 torch, so they are stated in each workload's note and checked by ``torch_targets``;
 ``python bench/bench_nn.py`` prints the table and that verdict.
 
-    python bench/run.py --module nn            # the table (medians of 7 round-robin samples)
+    python bench/run.py --module nn            # the tables, 1 thread and default (medians over 3 rounds)
     python bench/run.py --module nn --quick    # tiny sizes, one call each (CI)
-    python bench/bench_nn.py [--quick]         # the table and the targets against torch
+    python bench/bench_nn.py [--quick] [--threads 1|default|both]   # the table and the targets against torch
 """
 from __future__ import annotations
 
@@ -307,7 +307,8 @@ def torch_targets(rows) -> list[str]:
         if target is None or r.get("ratio_torch") is None:
             continue
         verdict = "ok" if r["ratio_torch"] <= target else "MISSED"
-        out.append(f"{r['name']}: course_lib/torch = {r['ratio_torch']:.2f}x (target <= {target:g}x) {verdict}")
+        out.append(f"{r['name']}, threads={r['threads']}: course_lib/torch = {r['ratio_torch']:.2f}x "
+                   f"(target <= {target:g}x) {verdict}")
     return out
 
 
@@ -317,11 +318,12 @@ def main(argv=None) -> int:
     import harness
     p = argparse.ArgumentParser(description="nn benchmarks: course_lib beside numpy and torch")
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--threads", choices=("1", "default", "both"), default="1")
     p.add_argument("-k", dest="filter", default="")
     args = p.parse_args(argv)
     ws = [w for w in harness.REGISTRY if w.module == __name__ and args.filter in w.name]
-    rows = harness.run(ws, quick=args.quick, repeat=args.repeat)
+    rows = harness.run(ws, quick=args.quick, repeat=args.repeat, threads=args.threads)
     print(harness.format_table(rows))
     if not args.quick:
         print()

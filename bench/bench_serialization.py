@@ -32,7 +32,7 @@ import tempfile
 import numpy as np
 
 import course_lib as cl
-from harness import torch_or_none, workload
+from harness import measuring, torch_or_none, workload
 
 _DIR = tempfile.mkdtemp(prefix="bench-serialization-")
 atexit.register(shutil.rmtree, _DIR, ignore_errors=True)
@@ -46,7 +46,8 @@ def _state_dict(quick: bool) -> dict[str, np.ndarray]:
 
 
 def _files(quick: bool) -> dict:
-    """Write the state_dict once per size with each library; reuse the files across workloads."""
+    """Write the state_dict once per size with each library measured in this process; reuse the files
+    across workloads."""
     key = "quick" if quick else "full"
     cached = _FILES.get(key)
     if cached is not None:
@@ -54,11 +55,13 @@ def _files(quick: bool) -> dict:
     arrays = _state_dict(quick)
     paths = {"course_lib": os.path.join(_DIR, f"{key}_cl.pt"), "numpy": os.path.join(_DIR, f"{key}.npz"),
              "torch": os.path.join(_DIR, f"{key}_torch.pt"), "npy": os.path.join(_DIR, f"{key}_npy")}
-    cl.save({k: cl.from_numpy(v) for k, v in arrays.items()}, paths["course_lib"])
-    np.savez(paths["numpy"], **arrays)
-    os.makedirs(paths["npy"], exist_ok=True)
-    for k, v in arrays.items():
-        np.save(os.path.join(paths["npy"], f"{k}.npy"), v)
+    if measuring("course_lib"):
+        cl.save({k: cl.from_numpy(v) for k, v in arrays.items()}, paths["course_lib"])
+    if measuring("numpy"):
+        np.savez(paths["numpy"], **arrays)
+        os.makedirs(paths["npy"], exist_ok=True)
+        for k, v in arrays.items():
+            np.save(os.path.join(paths["npy"], f"{k}.npy"), v)
     torch = torch_or_none()
     if torch is not None:
         torch.save({k: torch.from_numpy(v) for k, v in arrays.items()}, paths["torch"])
