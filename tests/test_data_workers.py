@@ -426,13 +426,94 @@ def test_persistent_workers_reuse_processes_across_epochs():
     assert not any(w.is_alive() for w in workers)
 
 
-def test_persistent_workers_restart_after_a_dead_worker():
-    loader = D.DataLoader(Dies(12, 5, "exit"), batch_size=2, num_workers=2, persistent_workers=True)
-    with pytest.raises(RuntimeError, match="exited unexpectedly"):
-        list(loader)
-    loader.dataset.bad = None  # the fork-time copy of the dataset is what new workers get
+def reaped(pids) -> bool:
+    """No process (not even a zombie) has any of these pids any more."""
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        return False
+    return True
+
+
+KILLED = r"^DataLoader worker \(pid {}\) is killed by signal: Killed\. $"
+
+
+@pytest.mark.parametrize("victim", [0, 1])
+@pytest.mark.parametrize("wait", [False, True], ids=["at-once", "after-exit"])
+def test_persistent_worker_killed_between_epochs(victim, wait):
+    # PyTorch: every later epoch raises a RuntimeError naming the dead worker; it starts no new workers.
+    # Here all the workers are stopped at the first error, and each later epoch raises that error again
+    # (it used to be a raw BrokenPipeError, every epoch, with the other worker left running).
+    loader = D.DataLoader(Range(12), batch_size=2, num_workers=2, persistent_workers=True)
     assert flat(loader) == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9], [10, 11]]
+    workers = list(loader._iterator._workers)
+    pids = [w.pid for w in workers]
+    os.kill(pids[victim], signal.SIGKILL)
+    if wait:
+        while not os.path.exists(f"/proc/{pids[victim]}") or open(f"/proc/{pids[victim]}/stat").read().split()[2] != "Z":
+            time.sleep(0.01)
+    for _ in range(3):
+        start = time.monotonic()
+        with pytest.raises(RuntimeError, match=KILLED.format(pids[victim])):
+            for batch in loader:
+                pass
+        assert time.monotonic() - start < 3
+        assert reaped(pids) and not multiprocessing.active_children()
     del loader
+
+
+def test_persistent_worker_killed_after_an_early_break():
+    # batches of the unfinished epoch are still in flight when the next epoch starts
+    loader = D.DataLoader(Range(40, slow=set(range(40)), delay=0.02), batch_size=2, num_workers=2,
+                          persistent_workers=True)
+    for first in loader:
+        break
+    pids = [w.pid for w in loader._iterator._workers]
+    os.kill(pids[1], signal.SIGKILL)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match=KILLED.format(pids[1])):
+            iter(loader)
+        assert reaped(pids)
+    del loader, first
+
+
+@pytest.mark.parametrize("how, pattern", [
+    ("sigkill", r"^DataLoader worker \(pid \d+\) is killed by signal: Killed\. $"),
+    ("exit", r"^DataLoader worker \(pid \d+\) exited unexpectedly with exit code 3\."),
+], ids=["sigkill", "exit"])
+def test_persistent_workers_stay_failed_after_a_dead_worker(how, pattern):
+    # As in PyTorch, a persistent loader whose worker died starts no new workers: each epoch says why.
+    loader = D.DataLoader(Dies(12, 5, how), batch_size=2, num_workers=2, persistent_workers=True)
+    with pytest.raises(RuntimeError, match=pattern) as first:
+        list(loader)
+    pids = [w.pid for w in loader._iterator._workers]
+    assert reaped(pids)
+    for _ in range(2):
+        with pytest.raises(RuntimeError) as again:
+            list(loader)
+        assert str(again.value) == str(first.value)
+        assert [w.pid for w in loader._iterator._workers] == pids and not multiprocessing.active_children()
+    del loader
+
+
+def test_persistent_workers_restart_after_keyboard_interrupt():
+    loader = D.DataLoader(Range(6, slow={2}, delay=1.0), batch_size=2, num_workers=1, persistent_workers=True)
+    it = iter(loader)
+    assert next(it).tolist() == [0, 1]
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            next(it)
+    finally:
+        timer.cancel()
+    assert it._shutdown
+    loader.dataset.slow = set()  # the fork-time copy of the dataset is what new workers get
+    assert flat(loader) == [[0, 1], [2, 3], [4, 5]]  # not a worker failure: new workers
+    assert loader._iterator is not it
+    del loader, it
 
 
 def test_persistent_workers_iterable_dataset():

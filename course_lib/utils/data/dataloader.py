@@ -275,8 +275,10 @@ class DataLoader:
 
     def __iter__(self) -> "_BaseDataLoaderIter":
         # Persistent workers: one multi-process iterator for the DataLoader's lifetime, reset each epoch.
+        # One stopped by Ctrl-C is replaced; one whose worker died raises that failure again in _reset
+        # (as in PyTorch, the loader does not start new workers; make a new DataLoader).
         if self.persistent_workers and self.num_workers > 0:
-            if self._iterator is None or self._iterator._shutdown:  # (a dead worker stops them all)
+            if self._iterator is None or (self._iterator._shutdown and self._iterator._failure is None):
                 self._iterator = self._get_iterator()
             else:
                 self._iterator._reset(self)
@@ -420,7 +422,8 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
       once it arrived early (out of order);
     - ``_tasks_outstanding``: tasks sent and not received, at most
       ``prefetch_factor * num_workers``;
-    - ``_workers_status[w]``: False once worker ``w`` is stopped or exhausted.
+    - ``_workers_status[w]``: False once worker ``w`` is stopped or exhausted;
+    - ``_failure``: the message of the dead worker that stopped every worker, if one did.
     """
 
     def __init__(self, loader):
@@ -432,6 +435,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         if self._prefetch_factor <= 0:
             raise AssertionError("prefetch_factor must be greater than 0 for MultiProcessingDataLoaderIter")
         self._shutdown = False
+        self._failure: str | None = None
         self._workers = []
         self._index_queues = []
         ctx = loader.multiprocessing_context or _default_context()
@@ -470,6 +474,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._reset(loader, first_iter=True)
 
     def _reset(self, loader, first_iter: bool = False) -> None:
+        if self._failure is not None:
+            # A persistent iterator whose worker died: every later epoch says so (its workers are gone).
+            raise RuntimeError(self._failure)
         super()._reset(loader, first_iter)
         self._send_idx = 0
         self._rcvd_idx = 0
@@ -481,8 +488,10 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         if not first_iter:
             # Persistent workers, new epoch: tell every worker, and wait until each has answered.
             # Batches of the previous epoch still on their way are read and dropped here.
+            # A worker that died between epochs is found here (its pipe is closed, or it never answers).
+            self._raise_if_workers_died()
             for idx in range(self._num_workers):
-                self._index_queues[idx].put(_utils.worker._ResumeIteration())
+                self._put_task(idx, _utils.worker._ResumeIteration())
             resume_iteration_cnt = self._num_workers
             while resume_iteration_cnt > 0:
                 return_idx, return_data = self._get_data()
@@ -511,10 +520,23 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         return False, None
 
     def _raise_if_workers_died(self, cause: BaseException | None = None) -> None:
+        """If a worker that should be running has died: stop all the others and raise its failure."""
         failed = [w for i, w in enumerate(self._workers) if self._workers_status[i] and not w.is_alive()]
         if failed:
+            error = workers_failure(failed)
+            self._failure = str(error)
             self._shutdown_workers()
-            raise workers_failure(failed) from cause
+            raise error from cause
+
+    def _put_task(self, worker_id: int, task) -> None:
+        """Send ``task`` to worker ``worker_id``; a closed pipe means the worker died: raise its failure."""
+        try:
+            self._index_queues[worker_id].put(task)
+        except OSError as e:
+            # The kernel closes a dead process's pipes a moment before it can be reaped: wait for it.
+            self._workers[worker_id].join(timeout=_utils.MP_STATUS_CHECK_INTERVAL)
+            self._raise_if_workers_died(e)
+            raise
 
     def _get_data(self):
         deadline = time.monotonic() + self._timeout if self._timeout > 0 else None
@@ -605,11 +627,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         else:
             # no active worker (e.g. every IterableDataset replica is exhausted)
             return
-        try:
-            self._index_queues[worker_queue_idx].put((self._send_idx, index, self._take_returns(worker_queue_idx)))
-        except OSError as e:  # that worker's end of the pipe is closed: it died
-            self._raise_if_workers_died(e)
-            raise
+        self._put_task(worker_queue_idx, (self._send_idx, index, self._take_returns(worker_queue_idx)))
         self._task_info[self._send_idx] = (worker_queue_idx,)
         self._workers_num_tasks[worker_queue_idx] += 1
         self._tasks_outstanding += 1
