@@ -27,14 +27,18 @@ whatever the file says.  This unpickler runs the same machine, but:
    other byte is refused (``Unsupported operand 149`` is protocol 4's FRAME).
 4. Persistent ids (``BINPERSID``) must be ``('storage', ...)`` tuples.
 
-course_lib adds two guards PyTorch does not have: malformed or truncated data
-always raises :class:`pickle.UnpicklingError` (never ``IndexError`` or
-``EOFError``), and tuples nested deeper than ``MAX_TUPLE_DEPTH`` are refused
-(hashing a tuple nested a million deep overflows CPython's C stack).
+course_lib adds guards PyTorch does not have: malformed or truncated data always
+raises :class:`pickle.UnpicklingError` (never ``IndexError``, ``TypeError``,
+``EOFError``, ...: the message names them); tuples nested deeper than
+``MAX_TUPLE_DEPTH`` are refused (hashing a tuple nested a million deep overflows
+CPython's C stack), and so are tuples that reach billions of items through shared
+references (``MAX_SHARED_TUPLE_ITEMS``); error messages show objects from the file
+briefly (a list built through the memo can have a repr of 2**40 characters).
 """
 from __future__ import annotations
 
 import functools
+import reprlib
 import struct
 import warnings
 from collections import Counter, OrderedDict
@@ -51,6 +55,10 @@ _blocklisted_modules = ["sys", "os", "posix", "nt"]
 
 #: Tuples deeper than this are refused (see the module docstring).
 MAX_TUPLE_DEPTH = 1000
+#: A tuple may hold (in all its levels) as many items as the pickle has bytes, plus this many more
+#: reached through references to shared tuples: hashing a tuple in which each of 60 levels holds the
+#: one below twice would visit 2**60 items.
+MAX_SHARED_TUPLE_ITEMS = 1_000_000
 
 # Python 2 names that protocol-2 pickles use (torch/_utils.py IMPORT_MAPPING / NAME_MAPPING).
 IMPORT_MAPPING = {
@@ -319,10 +327,10 @@ class Unpickler:
             raise p.error.with_traceback(p.error.__traceback__) from None
         except (UnpicklingError, RuntimeError, MemoryError):
             raise
-        except (IndexError, KeyError, ValueError, TypeError, AttributeError, OverflowError, struct.error,
-                UnicodeDecodeError, RecursionError, EOFError) as e:
+        except Exception as e:  # noqa: BLE001
             # IndexError: popping an empty stack (a MARK or an argument missing), KeyError: an
-            # unknown memo index, ...: the data is malformed.  Say where.
+            # unknown memo index, TypeError: a call with the wrong arguments, LookupError:
+            # _codecs.encode with an unknown encoding, ...: the data is malformed.  Say where.
             op = self._op
             name = _OPNAMES.get(op, str(op))
             raise UnpicklingError(f"malformed pickle data at byte {self._op_pos} ({name}): "
@@ -350,17 +358,25 @@ class Unpickler:
             return UnpicklingError(f"pickle data was truncated: needed {k} bytes at byte {at}, "
                                    f"but the data ends at byte {n}")
 
+        max_items = n + MAX_SHARED_TUPLE_ITEMS
+
         def tuple_of(items) -> tuple:
-            d = 1
+            # depth and number of items in all (each shared tuple counted every time it is reached):
+            # hashing or comparing the tuple visits that many
+            d, total = 1, len(items)
             for x in items:
                 if isinstance(x, tuple):
-                    dx = depth.get(id(x), 0) + 1
-                    if dx > d:
-                        d = dx
+                    dx, tx = depth.get(id(x), (0, len(x)))
+                    total += tx
+                    if dx + 1 > d:
+                        d = dx + 1
             if d > MAX_TUPLE_DEPTH:
                 raise UnpicklingError(f"tuples nested more than {MAX_TUPLE_DEPTH} deep are not supported")
+            if total > max_items:
+                raise UnpicklingError(f"a tuple that holds {total} items in all (through references to the same "
+                                      f"tuples) is not supported: at most {max_items} in a pickle of {n} bytes")
             t = tuple(items)
-            depth[id(t)] = d
+            depth[id(t)] = (d, total)
             return t
 
         def pop_mark() -> list:
@@ -420,9 +436,9 @@ class Unpickler:
                     args = stack.pop()
                     func = stack[-1]
                     if id(func) not in allowed_ids:
-                        error_msg = f"Trying to call reduce for unrecognized function {func}"
+                        error_msg = f"Trying to call reduce for unrecognized function {shown(func)}"
                         if hasattr(func, "__self__"):
-                            error_msg += f" which belongs to {func.__self__}"
+                            error_msg += f" which belongs to {shown(func.__self__)}"
                         raise UnpicklingError(error_msg)
                     if type(args) is not tuple:
                         raise UnpicklingError(f"REDUCE needs a tuple of arguments, got {type(args).__name__}")
@@ -541,7 +557,7 @@ class Unpickler:
                         append(cls.__new__(cls, *args))
                     else:
                         raise UnpicklingError("Can only create new object for nn.Parameter or classes allowlisted "
-                                              f"via `add_safe_globals` but got {cls}")
+                                              f"via `add_safe_globals` but got {shown(cls)}")
                 elif op == _NONE:
                     append(None)
                 elif op == _EMPTY_SET:
@@ -633,6 +649,38 @@ class _Passthrough(Exception):
 
     def __init__(self, error: Exception):
         self.error = error
+
+
+class _BriefRepr(reprlib.Repr):
+    """``repr`` for error messages about objects a file built: short, and quick to make.
+
+    A file can build a list that holds itself, or one whose repr is 2**40 characters long
+    (each level holding the previous one twice, through the memo), or a tensor of 2**62
+    elements at stride 0: the plain ``repr`` would never finish.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.maxlevel = 3
+        self.maxtuple = self.maxlist = self.maxdict = self.maxset = self.maxfrozenset = 6
+        self.maxstring, self.maxlong, self.maxother = 80, 40, 120
+
+    def repr_instance(self, x, level):
+        from ._tensor import Tensor
+
+        if isinstance(x, Tensor):
+            return f"<{type(x).__name__} of size {list(x._shape)} and dtype {x.dtype.name}>"
+        for base in (dict, list, tuple, set, frozenset):  # OrderedDict, Counter, Size, ...
+            if isinstance(x, base):
+                return f"{type(x).__name__}({getattr(self, 'repr_' + base.__name__)(x, level)})"
+        return super().repr_instance(x, level)
+
+
+def shown(x) -> str:
+    """How an error message shows an object from the file (``str`` for strings, as PyTorch's do)."""
+    if isinstance(x, str):
+        return x if len(x) <= 200 else x[:200] + "..."
+    return _BriefRepr().repr(x)
 
 
 def _maybe_decode_ascii(b):

@@ -77,6 +77,7 @@ from ._storage import Storage
 from ._tensor import Tensor
 from ._weights_only_unpickler import (add_safe_globals, clear_safe_globals, get_safe_globals,  # noqa: F401
                                       safe_globals)
+from ._weights_only_unpickler import shown as _shown
 
 __all__ = [
     "save", "load", "add_safe_globals", "safe_globals", "get_safe_globals", "clear_safe_globals",
@@ -1110,17 +1111,17 @@ class _Loader:
 
     def persistent_load(self, saved_id):
         if not isinstance(saved_id, tuple) or len(saved_id) != 5:
-            raise pickle.UnpicklingError(f"a storage's persistent id must be a tuple of 5 items, got {saved_id!r:.80}")
+            raise pickle.UnpicklingError(f"a storage's persistent id must be a tuple of 5 items, got {_shown(saved_id)}")
         typename, storage_type, key, location, numel = saved_id
         if _weights_only_unpickler._maybe_decode_ascii(typename) != "storage":
             raise pickle.UnpicklingError(f"Unknown typename for persistent_load, expected 'storage' but got "
-                                         f"{typename!r:.40}")
+                                         f"{_shown(typename)}")
         if not isinstance(storage_type, _StorageType):
-            raise pickle.UnpicklingError(f"expected a storage type such as torch.FloatStorage, got {storage_type!r:.80}")
+            raise pickle.UnpicklingError(f"expected a storage type such as torch.FloatStorage, got {_shown(storage_type)}")
         key = _weights_only_unpickler._maybe_decode_ascii(key)
         location = _weights_only_unpickler._maybe_decode_ascii(location)
         if not isinstance(key, str) or not isinstance(location, str) or type(numel) is not int or numel < 0:
-            raise pickle.UnpicklingError(f"malformed storage id {saved_id!r:.80}")
+            raise pickle.UnpicklingError(f"malformed storage id {_shown(saved_id)}")
         dtype = storage_type.dtype
         cached = self.storages.get(key)
         if cached is not None:

@@ -291,3 +291,47 @@ def test_truncated_pickle_is_a_clean_error(marker):
     for cut in (1, 2, 10, len(pkl) // 2, len(pkl) - 1):
         with pytest.raises(pickle.UnpicklingError, match="truncated|malformed"):
             load_raw(craft(pkl[:cut], storages))
+
+
+def _refused_quickly(body: bytes, expected: str) -> None:
+    """Load in a child process (a regression would hang, not fail) and expect a quick refusal."""
+    script = textwrap.dedent(f"""
+        import io, pickle, time, course_lib as cl
+        from test_serialization_helpers import craft
+        t0 = time.perf_counter()
+        try:
+            cl.load(io.BytesIO(craft({body!r})))
+        except pickle.UnpicklingError as e:
+            print("refused:", {expected!r} in str(e), time.perf_counter() - t0 < 5)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    assert proc.stdout.strip() == "refused: True True", proc.stdout
+
+
+def test_error_about_a_memo_bomb_list_is_quick():
+    """Each of 40 lists holds the one before twice (through the memo): its repr would have 2**40
+    items.  Calling it is refused, and the message shows it briefly."""
+    body = b"]q\x00" + b"".join(b"]h" + bytes([i - 1]) + b"ah" + bytes([i - 1]) + b"aq" + bytes([i])
+                                for i in range(1, 40))
+    _refused_quickly(pickle_program(body + b")R"), "Trying to call reduce for unrecognized function [[[[...], [...]")
+    _refused_quickly(pickle_program(body + b")\x81"), "Can only create new object for nn.Parameter")
+
+
+def test_memo_bomb_tuple_used_as_a_key_is_refused():
+    """The same with tuples: hashing the top one (a dict key) would visit 2**60 items."""
+    body = b")q\x00" + b"".join(b"h" + bytes([i - 1]) + b"h" + bytes([i - 1]) + b"\x86q" + bytes([i])
+                                for i in range(1, 60))
+    _refused_quickly(pickle_program(body + b"}h\x3bK\x01s"), "items in all (through references to the same tuples)")
+
+
+def test_shared_tuples_in_a_real_checkpoint_still_load():
+    t = (1, 2, 3)
+    sd = {"shapes": [t] * 1000, "nested": ((t, t), (t, t))}
+    assert load_raw(craft(course_pickle(sd)[0])) == sd
+
+
+def test_unknown_encoding_is_an_unpickling_error(marker):
+    refused(craft(pickle_program(call("_codecs", "encode", "abc", "no-such-codec"))),
+            "LookupError: unknown encoding: no-such-codec")
