@@ -655,6 +655,7 @@ def _reduce_tensor(t: Tensor):
 # =============================================================================================
 _PAD_HEADER_ID = 0x4246               # "FB": the extra field PyTorch pads local headers with
 _PARALLEL_CRC_BYTES = 1 << 20        # records this big get their CRC-32 computed in a second thread
+_INFLATE_CHUNK = 1 << 20             # a compressed record is read and inflated this many bytes at a time
 _U32 = 0xFFFFFFFF
 _DOS_TIME, _DOS_DATE = 0, (0 << 9) | (1 << 5) | 1  # 1980-01-01 00:00: a fixed date, so saves are reproducible
 _LOCAL = struct.Struct("<IHHHHHIIIHH")            # local file header (30 bytes)
@@ -1102,10 +1103,7 @@ class _ArchiveReader:
         info = self._info(name)
         n = out.nbytes
         if info.compress_type != zipfile.ZIP_STORED:
-            data = self.get_record(name)
-            if len(data) != n:
-                raise self._damaged(name, f"holds {len(data)} bytes instead of {n}")
-            out[...] = np.frombuffer(data, np.uint8)
+            self._decompress_into(name, info, memoryview(out).cast("B"))
             return
         offset = self.data_offset(name)
         self._f.seek(offset)
@@ -1130,6 +1128,59 @@ class _ArchiveReader:
             from concurrent.futures import ThreadPoolExecutor
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="course_lib-crc32")
         self._pending.append((name, info.CRC, self._pool.submit(zlib.crc32, view)))
+
+    def _decompress_into(self, name: str, info: zipfile.ZipInfo, out: memoryview) -> None:
+        """Fill ``out`` with a compressed record, a chunk at a time, checking its size and CRC-32.
+
+        Deflated records (the only compression PyTorch's reader knows) are inflated by
+        ``zlib`` straight into ``out``; other methods go through ``zipfile``.  Either way
+        the load needs the storage plus about a megabyte, not the storage twice.
+        """
+        n = out.nbytes
+        got, crc = 0, 0
+        try:
+            if info.compress_type == zipfile.ZIP_DEFLATED and not info.flag_bits & 0x1:  # (bit 0: encrypted)
+                self._f.seek(self.data_offset(name))
+                left = info.compress_size
+                inflate = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate, as in a zip
+                data = b""
+                while not inflate.eof:
+                    if not data and left:
+                        data = self._f.read(min(_INFLATE_CHUNK, left))
+                        if not data:
+                            break
+                        left -= len(data)
+                    before = len(data)
+                    # at most the room left (1 byte when full: more data means the record is too long)
+                    chunk = inflate.decompress(data, min(_INFLATE_CHUNK, n - got) or 1)
+                    data = inflate.unconsumed_tail
+                    if len(chunk) > n - got:
+                        raise self._damaged(name, f"holds more than the {n} bytes its size says")
+                    if not chunk and len(data) == before:
+                        break  # no input left, or none it can use
+                    out[got:got + len(chunk)] = chunk
+                    crc = zlib.crc32(chunk, crc)
+                    got += len(chunk)
+                if not inflate.eof:
+                    raise self._damaged(name, f"is cut short: its compressed data ends after {got} of {n} bytes")
+            else:
+                with self._zip.open(info) as f:  # (zipfile checks the CRC-32 when it reaches the end)
+                    while got < n:
+                        k = f.readinto(out[got:got + _INFLATE_CHUNK])
+                        if not k:
+                            break
+                        got += k
+                    if got == n and f.read(1):
+                        raise self._damaged(name, f"holds more than the {n} bytes its size says")
+                crc = info.CRC
+        except RuntimeError:
+            raise
+        except Exception as e:  # noqa: BLE001 - zlib.error, BadZipFile (bad CRC), EOFError, ...
+            raise self._damaged(name, f"cannot be read ({type(e).__name__}: {e})") from None
+        if got != n:
+            raise self._damaged(name, f"holds {got} bytes instead of {n}")
+        if crc != info.CRC:
+            raise self._damaged(name, "fails its CRC-32 check")
 
     def stored_offset(self, name: str, mapped) -> int:
         """For mmap: the record's offset in ``mapped``; the record must be stored uncompressed."""
