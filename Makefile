@@ -12,9 +12,10 @@ STAMP  := $(VENV)/.installed-stamp
 
 .PHONY: course test oracle bench notebooks clean
 
-$(STAMP): pyproject.toml
+# course_lib (the library, pyproject.toml) and the course's tools (tools/pyproject.toml), both editable
+$(STAMP): pyproject.toml tools/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e . -e tools
 	@touch $(STAMP)
 
 course: $(STAMP)

@@ -11,15 +11,24 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.grading import notebook as nbio
-from course_lib.grading.checks import (Case, CheckFailure, NotAttempted, case, check, exercise,
-                                       get_exercise, registry, run_check, strict_equal)
-from course_lib.grading.student import stub_source
-
-from grading_cases.wrong_answers import WRONG  # tests/ is on sys.path (rootdir-less "prepend" import)
+from course import notebook as nbio
+from course.checks import (Case, CheckFailure, NotAttempted, case, chapter_checks, check, exercise, get_exercise,
+                           registry, run_check, strict_equal)
+from course.paths import chapter_dirs, load_chapter_module
+from course.student import stub_source
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = sorted(p for p in (ROOT / "solutions").glob("*.ipynb") if not p.name.startswith("."))
+CHAPTERS = ROOT / "chapters"
+
+
+def _wrong_answers(chapter: str) -> dict:
+    """WRONG of chapters/NN_name/wrong_answers.py: exercise id -> planted wrong answers."""
+    module = load_chapter_module(chapter, "wrong_answers", CHAPTERS)
+    return module.WRONG if module is not None else {}
+
+
+WRONG = {ex: answers for chapter in chapter_dirs(CHAPTERS) for ex, answers in _wrong_answers(chapter).items()}
 
 
 def _exercises():
@@ -43,7 +52,7 @@ EXERCISES = _exercises()
 def _solution_namespace(path: Path) -> dict:
     """Run the notebook's solution cells (in order) in one namespace."""
     ns: dict = {"__name__": "__notebook__"}
-    exec("import numpy as np\nimport course_lib\nfrom course_lib.grading import check", ns)
+    exec("import numpy as np\nimport course_lib\nfrom course import check", ns)
     nb = nbio.read(path)
     for cell in nb.cells:
         if nbio.is_solution(cell):
@@ -81,7 +90,7 @@ def test_check_reports_not_attempted_on_stub(ex, path, sources, obj_name, expect
 @pytest.mark.parametrize("ex, path, sources, obj_name, expected", EXERCISES)
 def test_check_fails_on_every_planted_wrong_answer(ex, path, sources, obj_name, expected):
     wrong = WRONG.get(ex)
-    assert wrong, f"tests/grading_cases/wrong_answers.py has no wrong answer for {ex}"
+    assert wrong, f"chapters/{path.stem}/wrong_answers.py has no wrong answer for {ex}"
     for fn in wrong:
         with pytest.raises(CheckFailure) as info:
             check(ex, fn)
@@ -104,6 +113,14 @@ def test_every_registered_exercise_is_in_a_notebook():
 
 def test_wrong_answers_only_for_known_exercises():
     assert set(WRONG) <= set(registry())
+
+
+def test_each_chapter_keeps_its_own_checks_and_wrong_answers():
+    for chapter, folder in chapter_dirs(CHAPTERS).items():
+        assert set(_wrong_answers(chapter)) == set(registry(chapter)), (
+            f"{folder.name}/wrong_answers.py must plant wrong answers for exactly the exercises "
+            f"of {folder.name}/checks.py")
+        assert chapter_checks(chapter).__file__ == str(folder / "checks.py")
 
 
 # ------------------------------------------------------------------ the framework
@@ -135,7 +152,7 @@ def test_learner_exception_is_reported_with_where():
 
 
 def test_missing_exception_is_a_failure():
-    from grading_cases.wrong_answers import flat_index_no_bounds
+    flat_index_no_bounds = load_chapter_module("00", "wrong_answers", CHAPTERS).flat_index_no_bounds
 
     with pytest.raises(CheckFailure) as info:
         check("00.3", flat_index_no_bounds)
@@ -169,7 +186,7 @@ def test_unknown_exercise():
 
 
 def test_registration_and_case_count(monkeypatch):
-    from course_lib.grading import checks
+    from course import checks
 
     monkeypatch.setattr(checks, "_REGISTRY", dict(checks._REGISTRY))
 
@@ -203,3 +220,47 @@ def test_case_label_and_argument_copy():
 ])
 def test_strict_equal(got, expected, ok):
     assert strict_equal(got, expected) is ok
+
+
+CHECKS_97 = """
+from course.checks import case, exercise
+
+@exercise("97.1", title="double", points=1, hint="multiply by two")
+def _double(fn):
+    return [case(fn, x, expected=2 * x) for x in range(3)]
+"""
+
+
+def test_checks_load_from_the_chapter_folder(tmp_path, monkeypatch):
+    import sys
+
+    from course import checks
+
+    monkeypatch.setattr(checks, "_REGISTRY", dict(checks._REGISTRY))
+    folder = tmp_path / "97_demo"
+    folder.mkdir()
+    (folder / "notebook.py").write_text("")
+    (folder / "checks.py").write_text(CHECKS_97 + "\nraise RuntimeError('half-way')\n")
+    monkeypatch.setenv("COURSE_CHAPTERS", str(tmp_path))
+    try:
+        with pytest.raises(RuntimeError, match="half-way"):
+            run_check("97.1", lambda x: x + x)
+        assert "97.1" not in checks._REGISTRY and "course_chapter97_checks" not in sys.modules
+        (folder / "checks.py").write_text(CHECKS_97)
+        assert run_check("97.1", lambda x: x + x) == "✓ 97.1 double: 3/3 cases"
+        assert sys.modules["course_chapter97_checks"].__file__ == str(folder / "checks.py")
+        assert list(registry("97")) == ["97.1"]
+    finally:
+        sys.modules.pop("course_chapter97_checks", None)
+
+
+def test_check_runtime_import_is_light():
+    """Every notebook does `from course import check`: no Jupyter, nbformat or plotting behind it."""
+    import subprocess
+    import sys
+
+    code = ("import sys, course\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in (\n"
+            "    'matplotlib', 'nbformat', 'nbclient', 'jupytext', 'jupyter_client', 'pytest', 'numpy'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == ""

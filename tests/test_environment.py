@@ -1,7 +1,12 @@
-"""environment.yml (conda) and pyproject.toml (pip) must list the same packages."""
+"""environment.yml (conda) and the two pyprojects (pip) must list the same packages.
+
+pyproject.toml is course_lib, the library: numpy only, plotting and widgets as the "viz" extra.
+tools/pyproject.toml is the course's tooling (the `course` package), which needs course_lib[viz].
+"""
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -60,9 +65,31 @@ def env() -> dict:
     return parse_environment_yml((ROOT / "environment.yml").read_text(encoding="utf-8"))
 
 
+def _project(path: Path) -> dict:
+    return tomllib.loads(path.read_text(encoding="utf-8"))["project"]
+
+
 @pytest.fixture(scope="module")
-def project() -> dict:
-    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+def library() -> dict:
+    return _project(ROOT / "pyproject.toml")
+
+
+@pytest.fixture(scope="module")
+def tools() -> dict:
+    return _project(ROOT / "tools" / "pyproject.toml")
+
+
+@pytest.fixture(scope="module")
+def pip_requirements(library, tools) -> dict:
+    """name -> version bounds of everything the two pyprojects install (course_lib itself excluded)."""
+    reqs = list(library["dependencies"]) + list(library["optional-dependencies"]["viz"])
+    reqs += [r for r in tools["dependencies"] if _split(r)[0] != "course-lib"]
+    out: dict = {}
+    for req in reqs:
+        name, bounds = _split(req)
+        assert out.get(name, bounds) == bounds, f"{name} has two different bounds"
+        out[name] = bounds
+    return out
 
 
 def test_parser_reads_a_known_file():
@@ -74,40 +101,63 @@ def test_parser_reads_a_known_file():
     }
 
 
-def test_name_python_and_course_lib(env):
+def test_name_python_and_both_distributions(env):
     assert env["name"] == "pytorch-from-the-inside"
     assert "python=3.11" in env["dependencies"]
-    assert env["pip"] == ["-e ."], "course_lib itself must be installed editable with pip"
+    assert env["pip"] == ["-e .", "-e tools"], "course_lib and the course's tools must be installed editable with pip"
 
 
-def test_same_packages_and_bounds(env, project):
+def test_same_packages_and_bounds(env, pip_requirements):
     conda = dict(_split(d) for d in env["dependencies"] if not d.startswith(("python=", "python ")) and d != "pip")
-    pip = dict(_split(d) for d in project["dependencies"])
+    pip = pip_requirements
     assert sorted(conda) == sorted(pip), (
         f"only in environment.yml: {sorted(set(conda) - set(pip))}; "
-        f"only in pyproject.toml: {sorted(set(pip) - set(conda))}"
+        f"only in the pyprojects: {sorted(set(pip) - set(conda))}"
     )
     for name in pip:
-        assert conda[name] == pip[name], f"{name}: environment.yml says {conda[name]!r}, pyproject.toml {pip[name]!r}"
+        assert conda[name] == pip[name], f"{name}: environment.yml says {conda[name]!r}, the pyprojects {pip[name]!r}"
 
 
-def test_python_versions_agree(env, project):
-    required = project["requires-python"]  # e.g. ">=3.10"
-    m = re.match(r">=\s*3\.(\d+)", required)
-    assert m, required
+def test_python_versions_agree(env, library, tools):
     pinned = next(d for d in env["dependencies"] if d.startswith("python="))
-    assert int(pinned.split("=")[1].split(".")[1]) >= int(m.group(1))
+    for project in (library, tools):
+        required = project["requires-python"]  # e.g. ">=3.10"
+        m = re.match(r">=\s*3\.(\d+)", required)
+        assert m, required
+        assert int(pinned.split("=")[1].split(".")[1]) >= int(m.group(1))
 
 
-def test_installed_environment_satisfies_pyproject(project):
+def test_installed_environment_satisfies_the_pyprojects(pip_requirements):
     """The environment running the tests has every dependency installed."""
     from importlib.metadata import PackageNotFoundError, version
 
     missing = []
-    for req in project["dependencies"]:
-        name, _ = _split(req)
+    for name in list(pip_requirements) + ["course-lib", "pytorch-course"]:
         try:
             version(name)
         except PackageNotFoundError:
             missing.append(name)
     assert not missing, f"not installed: {missing}"
+
+
+def test_course_lib_depends_on_numpy_only(library, tools):
+    """The library installs numpy and nothing else; the course's tools need it with its viz extra."""
+    assert [_split(r)[0] for r in library["dependencies"]] == ["numpy"]
+    assert sorted(_split(r)[0] for r in library["optional-dependencies"]["viz"]) == ["ipywidgets", "matplotlib"]
+    assert "course_lib[viz]" in tools["dependencies"]
+    assert "scripts" not in library and tools["scripts"] == {"course": "course.cli:main"}
+    # the installed distribution's metadata says the same (reinstall with `make` if this fails)
+    from importlib.metadata import requires
+
+    unconditional = [r for r in requires("course_lib") or [] if ";" not in r]
+    assert [_split(r)[0] for r in unconditional] == ["numpy"], requires("course_lib")
+
+
+def test_importing_course_lib_imports_no_course_tooling():
+    code = ("import sys, course_lib, course_lib.nn, course_lib.utils.data, course_lib.viz\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in (\n"
+            "    'matplotlib', 'ipywidgets', 'jupyter', 'jupyter_core', 'jupyterlab', 'jupytext', 'nbformat',\n"
+            "    'nbclient', 'nbval', 'IPython', 'pytest', '_pytest', 'hypothesis', 'course'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "", f"import course_lib imported: {out.stdout.strip()}"
+    assert not (ROOT / "course_lib" / "grading").exists(), "the course's tooling lives in tools/course/"

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.grading import notebook as nbio
-from course_lib.grading.build import build, read_source, source_text
-from course_lib.grading.grader import ERROR, FAIL, NOT_ATTEMPTED, PASS, TIMEOUT, grade_many, grade_notebook
-from course_lib.grading.student import CourseError, make_student, reset_exercise, stub_source
+from course import notebook as nbio
+from course.build import build, read_source, source_text
+from course.grader import ERROR, FAIL, NOT_ATTEMPTED, PASS, TIMEOUT, grade_many, grade_notebook
+from course.paths import CourseError
+from course.student import make_student, reset_exercise, stub_source
 
 from grading_cases import cases  # tests/ is on sys.path (rootdir-less "prepend" import)
 
@@ -170,7 +171,7 @@ def test_code_that_prints_forever_and_swallows_interrupt_is_killed(slow):
 
 def _course(*args, cwd=ROOT, timeout=300):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    return subprocess.run([sys.executable, "-m", "course_lib.grading", *map(str, args)], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "course", *map(str, args)], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -284,7 +285,7 @@ def _ref_with_optional_cell():
 
 
 def test_grader_runs_the_replacement_of_an_optional_cell():
-    from course_lib.grading.grader import build_graded_copy
+    from course.grader import build_graded_copy
     ref, cell = _ref_with_optional_cell()
     learner = nbio.read(ROOT / "notebooks" / "05_normalization.ipynb")
     plan = build_graded_copy(learner, ref, {})

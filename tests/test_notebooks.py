@@ -9,11 +9,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib.grading import notebook as nbio
-from course_lib.grading.build import chapter_dirs, read_source, solutions_notebook, source_text
-from course_lib.grading.checks import get_exercise
-from course_lib.grading.grader import NOT_ATTEMPTED, PASS, grade_many
-from course_lib.grading.student import make_student, student_notebook
+from course import notebook as nbio
+from course.build import read_source, solutions_notebook, source_text
+from course.checks import get_exercise
+from course.grader import NOT_ATTEMPTED, PASS, grade_many
+from course.paths import chapter_dirs
+from course.student import make_student, student_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = sorted(p for p in (ROOT / "solutions").glob("*.ipynb") if not p.name.startswith("."))
@@ -126,10 +127,12 @@ def test_chapter_source_builds_the_solutions_notebook(path):
 
 
 @params
-def test_chapter_source_round_trips(path):
-    """Reading a chapter source and writing it back gives the same text (ids, roles, code, prose)."""
-    source = CHAPTERS / path.stem / "notebook.py"
-    assert source_text(*read_source(source)) == source.read_text(encoding="utf-8")
+def test_chapter_source_round_trips(path, tmp_path):
+    """Writing a chapter source's cells back in the percent format loses nothing (ids, roles, code, prose)."""
+    title, cells = read_source(CHAPTERS / path.stem / "notebook.py")
+    copy = tmp_path / "notebook.py"
+    copy.write_text(source_text(title, cells), encoding="utf-8")
+    assert read_source(copy) == (title, cells)
 
 
 @pytest.mark.slow
@@ -145,3 +148,7 @@ def test_solutions_pass_and_learner_notebooks_fail_the_grader():
         assert res.error is None, res.error
         leaked = [e.exercise for e in res.exercises if e.status != NOT_ATTEMPTED]
         assert not leaked, f"{res.path}: these checks did not report NOT ATTEMPTED: {leaked}"
+        # other cells fail only where they use an unfinished exercise (those that fall back to the
+        # reference, like chapter 04's figure, run)
+        broken = [n for n in res.notes if not n.endswith("raised an error: NotImplementedError: ")]
+        assert not broken, f"{res.path}: {broken}"

@@ -53,7 +53,7 @@ assert sys.version_info >= (3, 10), f"this course needs Python 3.10 or newer, no
 import numpy as np
 import matplotlib
 import course_lib
-from course_lib.grading import check
+from course import check
 
 print("Python     ", sys.version.split()[0])
 print("numpy      ", np.__version__)

@@ -31,7 +31,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 import course_lib as cl
-from course_lib.grading import check
+from course import check
 
 # %% [markdown] id="storage-md"
 # ## 1 · A tensor is metadata over a storage

@@ -34,7 +34,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 
 import course_lib as cl
-from course_lib.grading import check
+from course import check
 from course_lib.viz import draw_strides, stride_explorer
 
 

@@ -40,7 +40,7 @@ import matplotlib.pyplot as plt
 import course_lib as cl
 from course_lib import autograd, memory
 from course_lib.autograd import Function
-from course_lib.grading import check
+from course import check
 from course_lib.viz.graph import draw_graph, to_dot
 
 # %% [markdown] id="graph-md"

@@ -40,7 +40,7 @@ import matplotlib.pyplot as plt
 import course_lib as cl
 from course_lib import nn
 from course_lib.nn import functional as F
-from course_lib.grading import check
+from course import check
 
 
 # %% [markdown] id="dicts-md"
@@ -588,7 +588,9 @@ try:
     record_activations(nn.ReLU(), cl.zeros(2), (nn.ReLU,))
     recorder = record_activations
 except NotImplementedError:
-    from course_lib.grading.checks.ch04 import reference_record_activations as recorder
+    from course.checks import chapter_checks
+
+    recorder = chapter_checks("04").reference_record_activations
 
 cl.manual_seed(0)
 x = cl.randn(256, 128)

@@ -40,7 +40,7 @@ import course_lib as cl
 import course_lib.nn as nn
 import course_lib.nn.functional as F
 from course_lib import memory
-from course_lib.grading import check
+from course import check
 from course_lib.viz.norm_axes import draw_norm_axes
 
 np.set_printoptions(precision=4, suppress=True)

@@ -52,7 +52,7 @@ import matplotlib.pyplot as plt
 
 import course_lib as cl
 from course_lib import nn, optim
-from course_lib.grading import check
+from course import check
 from course_lib.viz import draw_strides
 
 # every file this notebook writes goes to a temporary folder, deleted when the kernel stops

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 
-from course_lib.grading import notebook as nbio
+from course import notebook as nbio
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = ROOT / "solutions" / "00_welcome.ipynb"

@@ -1,4 +1,4 @@
-"""pytest plugin loaded by the grader (``-p course_lib.grading._pytest_plugin``).
+"""pytest plugin loaded by the grader (``-p course._pytest_plugin``).
 
 Appends one JSON line per event to the file named by ``COURSE_GRADER_EVENTS``:
 when a cell starts, and how each cell ended (outcome, nbval's message, the

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from . import Case, exercise
+from course.checks import Case, exercise
 
 
 def _outcome(fn, *args):

@@ -1,12 +1,14 @@
 """Building, reading and writing course notebooks the same way everywhere.
 
-Chapter authors build a solutions notebook from a list of cells::
+The cell builders enforce the course's rules (fixed readable ids, solution
+regions, one-line check cells); ``course build`` (:mod:`course.build`) makes every
+cell of a chapter source with them::
 
-    from course_lib.grading.notebook import md, code, solution, check_cell, write_notebook
+    from course.notebook import md, code, solution, check_cell, write_notebook
 
     cells = [
         md("# 03 Autograd", id="intro"),
-        code("from course_lib.grading import check", id="setup"),
+        code("from course import check", id="setup"),
         solution("03.2", '''def backward(x):
     ### BEGIN SOLUTION
     return 2 * x
@@ -92,7 +94,7 @@ def solution(exercise: str, source: str, id: str) -> NotebookNode:
 
     ``### BEGIN SOLUTION`` / ``### END SOLUTION`` regions are replaced by
     ``# YOUR CODE HERE`` + ``raise NotImplementedError()`` in the learner's
-    notebook (see :func:`course_lib.grading.student.stub_source`).
+    notebook (see :func:`course.student.stub_source`).
     """
     src = _source(source)
     if BEGIN_SOLUTION not in src or END_SOLUTION not in src:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from . import Case, exercise
+from course.checks import Case, exercise
 
 
 def _data():

@@ -2,47 +2,18 @@
 from __future__ import annotations
 
 import copy
-import re
 from pathlib import Path
 
 from nbformat import NotebookNode
 
 from . import notebook as nbio
 from .notebook import BEGIN_SOLUTION, END_SOLUTION
+from .paths import CourseError, chapter_of_name
 
 STUB_LINES = ("# YOUR CODE HERE", "raise NotImplementedError()")
 
 
-class CourseError(Exception):
-    """An error with a message meant for the person at the keyboard."""
-
-
 # ------------------------------------------------------------------ paths
-
-
-def repo_root() -> Path | None:
-    """The checkout this course_lib was installed from (editable install), if any."""
-    root = Path(__file__).resolve().parents[2]
-    return root if (root / "solutions").is_dir() else None
-
-
-def find_solutions_dir(near: Path | None = None) -> Path:
-    """`solutions/` of the course: looked for above `near`, above the current
-    directory, then beside the installed course_lib."""
-    starts = [p for p in (near, Path.cwd()) if p is not None]
-    for start in starts:
-        for d in [start.resolve(), *start.resolve().parents]:
-            if (d / "solutions").is_dir() and any((d / "solutions").glob("*.ipynb")):
-                return d / "solutions"
-    root = repo_root()
-    if root is not None:
-        return root / "solutions"
-    raise CourseError("cannot find the course's solutions/ folder; pass --solutions DIR")
-
-
-def chapter_of_name(name: str) -> str | None:
-    m = re.match(r"^(\d\d)[_\-. ]", name)
-    return m.group(1) if m else None
 
 
 def solution_for(path: Path, solutions_dir: Path) -> Path:

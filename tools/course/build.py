@@ -25,7 +25,7 @@ from nbformat import NotebookNode
 
 from . import notebook as nbio
 from .notebook import NotebookFormatError
-from .student import CourseError
+from .paths import CourseError, chapter_dirs
 
 #: the keys a cell header may carry
 HEADER_KEYS = ("id", "tags", "exercise", "points", "grader_runs")
@@ -33,19 +33,6 @@ HEADER_KEYS = ("id", "tags", "exercise", "points", "grader_runs")
 LAYOUT_KEYS = ("cell_marker", "lines_to_next_cell", "lines_to_end_of_cell_marker")
 FORMAT = "py:percent"
 _CHECK_CALL = re.compile(r'check\("([^"]*)", ([A-Za-z_]\w*)\)')
-_CHAPTER_DIR = re.compile(r"^(\d\d)_\w+$")
-
-
-def chapter_dirs(chapters: Path) -> dict[str, Path]:
-    """``{"03": chapters/03_autograd, ...}``: the folders ``NN_name`` that hold a ``notebook.py``."""
-    found: dict[str, Path] = {}
-    for d in sorted(chapters.iterdir()) if chapters.is_dir() else []:
-        m = _CHAPTER_DIR.match(d.name)
-        if m and (d / "notebook.py").is_file():
-            if m.group(1) in found:
-                raise CourseError(f"{chapters}: two folders for chapter {m.group(1)}: {found[m.group(1)].name}, {d.name}")
-            found[m.group(1)] = d
-    return found
 
 
 def _header(cell: NotebookNode) -> dict:
@@ -133,7 +120,8 @@ def read_source(path: str | Path) -> tuple[str, list[NotebookNode]]:
     course = jnb.metadata.get("course")
     title = course.get("title") if isinstance(course, dict) else None
     if not isinstance(title, str) or not title:
-        raise CourseError(f"{path}: the header must give the title:\n# ---\n# jupyter:\n#   course:\n#     title: ...\n# ---")
+        raise CourseError(f"{path}: the header must give the title:\n"
+                          "# ---\n# jupyter:\n#   course:\n#     title: ...\n# ---")
     try:
         return title, [_cell(c, str(path)) for c in jnb.cells]
     except NotebookFormatError as e:

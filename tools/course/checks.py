@@ -1,6 +1,9 @@
-"""Exercise checks: ``check("00.1", fizzbuzz)``.
+"""The check runtime: ``check("00.1", fizzbuzz)``.
 
-Each chapter module (``ch00.py``, ``ch01.py``, ...) registers its exercises::
+Each chapter registers its exercises in ``chapters/NN_name/checks.py``, loaded the
+first time one of its exercises is checked::
+
+    from course.checks import case, exercise
 
     @exercise("00.1", title="fizzbuzz", points=1, hint="Test 15 before 3 and 5.")
     def _fizzbuzz(fizzbuzz):
@@ -19,18 +22,21 @@ learner's object still raises ``NotImplementedError`` it raises
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import math
 import reprlib
 import sys
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable
+
+from .paths import chapter_dirs, find_chapters_dir, load_chapter_module
 
 __all__ = [
     "check", "exercise", "case", "Case", "Exercise", "CheckFailure", "NotAttempted",
-    "get_exercise", "registry", "run_check",
+    "get_exercise", "registry", "run_check", "chapter_checks", "strict_equal",
 ]
 
 
@@ -106,18 +112,24 @@ def exercise(id: str, *, title: str, points: int, hint: str):
     return register
 
 
-def _load_chapter(chapter: str) -> None:
+def chapter_checks(chapter: str, chapters: Path | None = None) -> ModuleType | None:
+    """The checks module of `chapter` (``"03"``): ``chapters/03_*/checks.py``, loaded once.
+
+    None if the chapter has no checks. `chapters` defaults to the course's ``chapters/``.
+    """
+    before = set(_REGISTRY)
     try:
-        importlib.import_module(f"{__name__}.ch{chapter}")
-    except ModuleNotFoundError as e:
-        if e.name != f"{__name__}.ch{chapter}":
-            raise
+        return load_chapter_module(chapter, "checks", chapters)
+    except BaseException:
+        for key in set(_REGISTRY) - before:  # a module that failed half-way registers nothing
+            del _REGISTRY[key]
+        raise
 
 
 def get_exercise(exercise_id: str) -> Exercise:
     """The registered exercise `exercise_id` (``"03.2"``); loads its chapter."""
     if exercise_id not in _REGISTRY:
-        _load_chapter(str(exercise_id).split(".")[0])
+        chapter_checks(str(exercise_id).split(".")[0])
     try:
         return _REGISTRY[exercise_id]
     except KeyError:
@@ -125,15 +137,12 @@ def get_exercise(exercise_id: str) -> Exercise:
 
 
 def registry(chapter: str | None = None) -> dict[str, Exercise]:
-    """Registered exercises (of one chapter, or of every chapter module found)."""
+    """Registered exercises (of one chapter, or of every chapter)."""
     if chapter is not None:
-        _load_chapter(chapter)
+        chapter_checks(chapter)
         return {k: v for k, v in sorted(_REGISTRY.items()) if k.startswith(chapter + ".")}
-    import pkgutil
-
-    for m in pkgutil.iter_modules(__path__):
-        if m.name.startswith("ch"):
-            _load_chapter(m.name[2:])
+    for number in chapter_dirs(find_chapters_dir()):
+        chapter_checks(number)
     return dict(sorted(_REGISTRY.items()))
 
 

@@ -1,7 +1,7 @@
 """Checks for chapter 00 (welcome): three pure-Python warm-ups."""
 from __future__ import annotations
 
-from . import case, exercise
+from course.checks import case, exercise
 
 
 def _fizzbuzz_reference(n: int) -> str:

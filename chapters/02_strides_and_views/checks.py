@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import Case, case, exercise
+from course.checks import Case, case, exercise
 
 # ---------------------------------------------------------------- helpers
 

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import Case, exercise
+from course.checks import Case, exercise
 
 RTOL, ATOL = 1e-4, 1e-6
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from . import Case, exercise
+from course.checks import Case, exercise
 
 # ---------------------------------------------------------------- helpers
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from . import notebook as nbio
-from .student import CourseError
+from .paths import CourseError
 
 
 def _current_env_kernel_manager():

@@ -20,7 +20,7 @@ from course_lib._ops import bindings as _bindings
 from course_lib._ops import common as _common
 from course_lib._ops.registry import OpDef
 
-from . import Case, case, exercise
+from course.checks import Case, case, exercise
 
 
 def _outcome(fn, *args):

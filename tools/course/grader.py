@@ -37,7 +37,8 @@ from pathlib import Path
 import nbformat
 
 from . import notebook as nbio
-from .student import CourseError, chapter_of_name, find_solutions_dir, solution_for, stub_source
+from .paths import CHAPTERS_ENV, CourseError, chapter_dirs, chapter_of_name, find_solutions_dir
+from .student import solution_for, stub_source
 
 PASS, FAIL, NOT_ATTEMPTED, TIMEOUT, ERROR = "PASS", "FAIL", "NOT ATTEMPTED", "TIMEOUT", "ERROR"
 
@@ -45,10 +46,9 @@ NBVAL_TAGS = {"nbval-check-output", "nbval-ignore-output", "nbval-raises-excepti
               "nbval-lax", "raises-exception"}
 _NBVAL_MARKER = re.compile(r"^(\s*)#\s*NBVAL_\w+\s*$", re.MULTILINE)
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-CHECK_IMPORT = "from course_lib.grading.checks import check; "
+CHECK_IMPORT = "from course import check; "
 NBVAL_OUTPUT_TIMEOUT = 5  # seconds nbval waits for a kernel message
 MAX_RERUNS = 5
-PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -131,12 +131,13 @@ def _learner_chapter(nb) -> str | None:
     return chapters.pop() if len(chapters) == 1 else None
 
 
-def _titles(ref) -> dict[str, str]:
-    from .checks import get_exercise
+def _titles(ref, chapters: Path | None) -> dict[str, str]:
+    from .checks import chapter_checks, get_exercise
 
     titles = {}
     for ex in nbio.exercises(ref):
         try:
+            chapter_checks(ex.split(".")[0], chapters)
             titles[ex] = get_exercise(ex).title
         except Exception:  # noqa: BLE001 - a broken check module is reported by the run itself
             titles[ex] = ""
@@ -301,7 +302,18 @@ def _cell_num(nodeid: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _run_pytest(graded: Path, timeout: float, workdir: Path) -> _Run:
+def _import_paths() -> list[str]:
+    """Folders that make this `course` package and its `course_lib` importable in the grading run."""
+    import importlib.util
+
+    paths = [Path(__file__).resolve().parents[1]]
+    spec = importlib.util.find_spec("course_lib")
+    if spec is not None and spec.origin:
+        paths.append(Path(spec.origin).resolve().parents[1])
+    return list(dict.fromkeys(str(p) for p in paths))
+
+
+def _run_pytest(graded: Path, timeout: float, workdir: Path, chapters: Path | None) -> _Run:
     events = workdir / "events.jsonl"
     events.write_text("")
     ini = workdir / "pytest.ini"
@@ -309,7 +321,7 @@ def _run_pytest(graded: Path, timeout: float, workdir: Path) -> _Run:
     cmd = [sys.executable, "-m", "pytest", graded.name,
            "--nbval-lax", "--nbval-current-env", f"--nbval-cell-timeout={timeout:g}",
            "--noconftest", "-c", str(ini), "--rootdir", str(graded.parent),
-           "-p", "no:cacheprovider", "-p", "course_lib.grading._pytest_plugin",
+           "-p", "no:cacheprovider", "-p", "course._pytest_plugin",
            # plugins a notebook run never needs; each costs start-up time
            "-p", "no:xdist", "-p", "no:hypothesispytest",
            "-q", "--color=no", "-o", "console_output_style=classic"]
@@ -319,7 +331,9 @@ def _run_pytest(graded: Path, timeout: float, workdir: Path) -> _Run:
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env.setdefault(var, "1")
     env["COURSE_GRADER_EVENTS"] = str(events)
-    env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_PARENT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    env["PYTHONPATH"] = os.pathsep.join(_import_paths() + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    if chapters is not None:  # the checks of the same course as the solutions
+        env[CHAPTERS_ENV] = str(chapters)
     env.setdefault("MPLBACKEND", "Agg")
     log_path = workdir / "pytest.log"
     with open(log_path, "wb") as log:
@@ -508,7 +522,9 @@ def _grade(path: Path, solutions_dir: Path | None, timeout: float, keep: bool, r
         )
     if not nbio.check_cells(ref):
         raise CourseError(f"{ref_path}: the solutions notebook has no check cells")
-    titles = _titles(ref)
+    chapters = solutions_dir.parent / "chapters"
+    chapters = chapters.resolve() if chapter_dirs(chapters) else None
+    titles = _titles(ref, chapters)
 
     token = secrets.token_hex(4)
     graded = path.absolute().parent / f".{path.stem}.{token}.graded.ipynb"
@@ -524,7 +540,7 @@ def _grade(path: Path, solutions_dir: Path | None, timeout: float, keep: bool, r
                 graded.write_text(nbio.dumps(plan.nb), encoding="utf-8")
             except OSError as e:
                 raise CourseError(f"{path}: cannot write the graded copy next to it ({e})") from None
-            run = _run_pytest(graded, timeout, workdir)
+            run = _run_pytest(graded, timeout, workdir, chapters)
             if not run.reports and not run.started:
                 tail = "\n".join(run.log.strip().splitlines()[-8:])
                 raise CourseError(f"{path}: the grading run did not start:\n{run.collect_error or tail}")

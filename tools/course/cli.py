@@ -12,7 +12,7 @@ from pathlib import Path
 # which takes seconds and is never needed for notebooks.
 sys.modules.setdefault("rfc3987_syntax", None)
 
-from .student import CourseError  # noqa: E402
+from .paths import CourseError, find_chapters_dir, find_solutions_dir  # noqa: E402
 
 
 def _jobs(value: str) -> int:
@@ -100,8 +100,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dirs(args) -> tuple[Path, Path]:
-    from .student import find_solutions_dir
-
     solutions = args.solutions or find_solutions_dir()
     notebooks = getattr(args, "notebooks", None) or solutions.parent / "notebooks"
     return solutions, notebooks
@@ -131,9 +129,8 @@ def _make_student(args) -> int:
 def _build(args) -> int:
     from . import notebook as nbio
     from .build import build
-    from .student import find_solutions_dir
 
-    chapters = args.chapters or find_solutions_dir().parent / "chapters"
+    chapters = args.chapters or find_chapters_dir()
     solutions = args.solutions or chapters.parent / "solutions"
     changed = build(chapters, solutions, args.only, check=args.check)
     if args.check:
@@ -156,7 +153,7 @@ def _build(args) -> int:
 
 
 def _reset(args) -> int:
-    from .student import find_solutions_dir, reset_exercise
+    from .student import reset_exercise
 
     if not args.notebook.is_file():
         raise CourseError(f"{args.notebook}: file not found")

@@ -1,0 +1,431 @@
+"""Planted wrong answers for chapter 04 (modules): implementations its checks must reject.
+
+``WRONG`` maps each exercise id to them. tests/test_checks.py asserts that every exercise of the
+chapter has at least one and that its check fails on each (CheckFailure, not NotAttempted).
+"""
+from __future__ import annotations
+
+
+# ------------------------------------------------------------------ 04.1 MiniModule.__setattr__
+def _mini_module_class(setattr_impl):
+    """A MiniModule (as given in the notebook) with a wrong __setattr__."""
+    class MiniModule:
+        def __init__(self):
+            object.__setattr__(self, "_parameters", {})
+            object.__setattr__(self, "_buffers", {})
+            object.__setattr__(self, "_modules", {})
+
+        def register_buffer(self, name, tensor):
+            self._buffers[name] = tensor
+
+        def __getattr__(self, name):
+            for store in ("_parameters", "_buffers", "_modules"):
+                d = self.__dict__.get(store, {})
+                if name in d:
+                    return d[name]
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+        def __setattr__(self, name, value):
+            setattr_impl(self, name, value, MiniModule)
+    return MiniModule
+
+
+def _setattr_no_registration(self, name, value, cls):
+    object.__setattr__(self, name, value)   # everything becomes a plain attribute
+
+
+def _setattr_no_removal(self, name, value, cls):
+    # registers, but never deletes the old entry: `self.w = 1; self.w = Parameter(...)` leaves w shadowed
+    from course_lib import nn
+    if isinstance(value, nn.Parameter):
+        self.__dict__["_parameters"][name] = value
+    elif isinstance(value, cls):
+        self.__dict__["_modules"][name] = value
+    elif name in self.__dict__.get("_buffers", {}):
+        self.__dict__["_buffers"][name] = value
+    else:
+        object.__setattr__(self, name, value)
+
+
+def _setattr_no_type_errors(self, name, value, cls):
+    # routes correctly but silently accepts anything for an existing slot
+    from course_lib import nn
+    params = self.__dict__.get("_parameters")
+    if isinstance(value, nn.Parameter):
+        if params is None:
+            raise AttributeError("cannot assign parameters before Module.__init__() call")
+        for d in (self.__dict__, self._buffers, self._modules):
+            d.pop(name, None)
+        params[name] = value
+    elif params is not None and name in params:
+        params[name] = value
+    elif isinstance(value, cls):
+        for d in (self.__dict__, self._parameters, self._buffers):
+            d.pop(name, None)
+        self._modules[name] = value
+    elif name in self.__dict__.get("_modules", {}):
+        self._modules[name] = value
+    elif name in self.__dict__.get("_buffers", {}):
+        self._buffers[name] = value
+    else:
+        object.__setattr__(self, name, value)
+
+
+def _setattr_short_messages(self, name, value, cls):
+    # right routing and error types, but messages of its own
+    from course_lib import nn
+    import course_lib as cl
+    params = self.__dict__.get("_parameters")
+    if isinstance(value, nn.Parameter):
+        if params is None:
+            raise AttributeError("call __init__ first")
+        for d in (self.__dict__, self._buffers, self._modules):
+            d.pop(name, None)
+        params[name] = value
+    elif params is not None and name in params:
+        if value is not None:
+            raise TypeError(f"{name} must be a Parameter")
+        params[name] = None
+    elif isinstance(value, cls):
+        for d in (self.__dict__, self._parameters, self._buffers):
+            d.pop(name, None)
+        self._modules[name] = value
+    elif name in self.__dict__.get("_modules", {}):
+        if value is not None:
+            raise TypeError(f"{name} must be a module")
+        self._modules[name] = None
+    elif name in self.__dict__.get("_buffers", {}):
+        if value is not None and not isinstance(value, cl.Tensor):
+            raise TypeError(f"{name} must be a tensor")
+        self._buffers[name] = value
+    else:
+        object.__setattr__(self, name, value)
+
+
+# ------------------------------------------------------------------ 04.2 named_parameters
+def named_parameters_no_dedup(module, prefix=""):
+    out = []
+    for key, p in module._parameters.items():
+        if p is not None:
+            out.append((prefix + "." + key if prefix else key, p))
+    for name, child in module._modules.items():
+        if child is not None:
+            out += named_parameters_no_dedup(child, prefix + "." + name if prefix else name)
+    return out
+
+
+def named_parameters_children_first(module, prefix=""):
+    out, seen = [], set()
+
+    def walk(mod, pre):
+        for name, child in mod._modules.items():
+            if child is not None:
+                walk(child, pre + "." + name if pre else name)
+        for key, p in mod._parameters.items():
+            if p is not None and id(p) not in seen:
+                seen.add(id(p))
+                out.append((pre + "." + key if pre else key, p))
+    walk(module, prefix)
+    return out
+
+
+def named_parameters_leading_dot(module, prefix=""):
+    out, seen = [], set()
+
+    def walk(mod, pre):
+        for key, p in mod._parameters.items():
+            if p is not None and id(p) not in seen:
+                seen.add(id(p))
+                out.append((pre + "." + key, p))
+        for name, child in mod._modules.items():
+            if child is not None:
+                walk(child, pre + "." + name)
+    walk(module, prefix)
+    return [(n[1:] if n.startswith(".") else n, p) for n, p in out] if prefix else [(n, p) for n, p in out]
+
+
+# ------------------------------------------------------------------ 04.3 load_state_dict
+def _load_sd(module, state_dict, strict=True, *, check_first=True, strict_sizes=True, order="mu", copy=True):
+    import course_lib as cl
+    own = module.state_dict(keep_vars=True)
+    missing = [k for k in own if k not in state_dict]
+    unexpected = [k for k in state_dict if k not in own]
+    messages = []
+    parts = {"m": (missing, "Missing"), "u": (unexpected, "Unexpected")}
+    for c in order:
+        keys, word = parts[c]
+        if strict and keys:
+            messages.append("{} key(s) in state_dict: {}. ".format(word, ", ".join(f'"{k}"' for k in keys)))
+    sizes = []
+    for key, old in own.items():
+        if key in state_dict and tuple(state_dict[key].shape) != tuple(old.shape):
+            new = state_dict[key]
+            sizes.append(f"size mismatch for {key}: copying a param with shape torch.Size({list(new.shape)}) "
+                         f"from checkpoint, the shape in current model is torch.Size({list(old.shape)}).")
+    if strict or strict_sizes:
+        messages += sizes
+    if not check_first:
+        with cl.no_grad():
+            for key, old in own.items():
+                if key in state_dict and tuple(state_dict[key].shape) == tuple(old.shape):
+                    old.copy_(state_dict[key])
+    if messages:
+        raise RuntimeError(f"Error(s) in loading state_dict for {type(module).__name__}:\n\t" + "\n\t".join(messages))
+    with cl.no_grad():
+        for key, old in own.items():
+            if key in state_dict:
+                if copy:
+                    old.copy_(state_dict[key])
+                else:
+                    name = key.rpartition(".")[0]
+                    mod = module.get_submodule(name)
+                    leaf = key.rpartition(".")[2]
+                    if leaf in mod._parameters:
+                        mod._parameters[leaf] = cl.nn.Parameter(state_dict[key].clone())
+                    else:
+                        mod._buffers[leaf] = state_dict[key].clone()
+    return missing, unexpected
+
+
+def load_state_dict_copies_before_checking(module, state_dict, strict=True):
+    return _load_sd(module, state_dict, strict, check_first=False)
+
+
+def load_state_dict_sizes_only_when_strict(module, state_dict, strict=True):
+    return _load_sd(module, state_dict, strict, strict_sizes=False)
+
+
+def load_state_dict_unexpected_first(module, state_dict, strict=True):
+    return _load_sd(module, state_dict, strict, order="um")
+
+
+def load_state_dict_replaces_parameters(module, state_dict, strict=True):
+    return _load_sd(module, state_dict, strict, copy=False)
+
+
+# ------------------------------------------------------------------ 04.4 record_activations
+def _record(model, x, types, *, remove=True, name_of=None, correction=1, per_module=False, clear_all=False):
+    import course_lib as cl
+    records, handles = [], []
+    for name, module in model.named_modules():
+        if isinstance(module, types):
+            label = name_of(name, module) if name_of else name
+
+            def hook(mod, args, out, label=label):
+                o = out.detach()
+                std = o.std(correction=correction).item() if correction != 1 else o.std().item()
+                rec = (label, o.mean().item(), std, (o == 0).float().mean().item())
+                if per_module:
+                    for i, r in enumerate(records):
+                        if r[0] == label:
+                            records[i] = rec
+                            return
+                records.append(rec)
+            handles.append(module.register_forward_hook(hook))
+    with cl.no_grad():
+        model(x)
+    if remove:
+        for h in handles:
+            h.remove()
+    if clear_all:
+        for m in model.modules():
+            m._forward_hooks.clear()
+    return records
+
+
+def record_activations_keeps_hooks(model, x, types):
+    return _record(model, x, types, remove=False)
+
+
+def record_activations_type_names(model, x, types):
+    return _record(model, x, types, name_of=lambda name, m: type(m).__name__)
+
+
+def record_activations_population_std(model, x, types):
+    return _record(model, x, types, correction=0)
+
+
+def record_activations_one_per_module(model, x, types):
+    return _record(model, x, types, per_module=True)
+
+
+def record_activations_clears_every_hook(model, x, types):
+    return _record(model, x, types, remove=False, clear_all=True)
+
+
+# ------------------------------------------------------------------ 04.5 MyLinear
+def _my_linear_class(*, transposed=False, bias_attr=False, init="uniform", add_bias=True):
+    import math
+
+    import course_lib as cl
+    from course_lib import nn
+
+    class MyLinear(nn.Module):
+        def __init__(self, in_features, out_features, bias=True):
+            super().__init__()
+            self.in_features, self.out_features = in_features, out_features
+            shape = (in_features, out_features) if transposed else (out_features, in_features)
+            self.weight = nn.Parameter(cl.empty(*shape))
+            bound = 1 / math.sqrt(in_features)
+            if init == "uniform":
+                nn.init.uniform_(self.weight, -bound, bound)
+            else:
+                nn.init.normal_(self.weight, 0.0, 1.0)
+            if bias:
+                self.bias = nn.Parameter(cl.empty(out_features))
+                nn.init.uniform_(self.bias, -bound, bound)
+            elif bias_attr:
+                self.bias = None
+            else:
+                self.register_parameter("bias", None)
+
+        def forward(self, x):
+            out = x @ self.weight if transposed else x @ self.weight.t()
+            if add_bias and self.bias is not None:
+                out = out + self.bias
+            return out
+    return MyLinear
+
+
+# ------------------------------------------------------------------ 04.6 conv2d_im2col
+def _conv_np(x, weight, bias=None, stride=1, padding=0, *, flip=False, pad_one_side=False, no_bias=False,
+             kernel_major=False):
+    import numpy as np
+    O, C, kh, kw = weight.shape
+    if flip:
+        weight = weight[:, :, ::-1, ::-1]
+    if padding:
+        pads = ((0, 0), (0, 0), (padding, 0), (padding, 0)) if pad_one_side else \
+            ((0, 0), (0, 0), (padding, padding), (padding, padding))
+        xp = np.pad(x, pads)
+    else:
+        xp = x
+    win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::stride, ::stride]
+    N, _, Ho, Wo = win.shape[:4]
+    if kernel_major:
+        cols = win.transpose(0, 2, 3, 4, 5, 1).reshape(N, Ho, Wo, -1)   # (kh, kw, C) order: wrong for C > 1
+    else:
+        cols = win.transpose(0, 2, 3, 1, 4, 5).reshape(N, Ho, Wo, -1)
+    out = cols @ weight.reshape(O, -1).T
+    if bias is not None and not no_bias:
+        out = out + bias
+    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
+
+
+def conv2d_im2col_flipped_kernel(x, weight, bias=None, stride=1, padding=0):
+    return _conv_np(x, weight, bias, stride, padding, flip=True)
+
+
+def conv2d_im2col_pads_one_side(x, weight, bias=None, stride=1, padding=0):
+    return _conv_np(x, weight, bias, stride, padding, pad_one_side=True)
+
+
+def conv2d_im2col_no_bias(x, weight, bias=None, stride=1, padding=0):
+    return _conv_np(x, weight, bias, stride, padding, no_bias=True)
+
+
+def conv2d_im2col_kernel_major_columns(x, weight, bias=None, stride=1, padding=0):
+    return _conv_np(x, weight, bias, stride, padding, kernel_major=True)
+
+
+def conv2d_im2col_float64(x, weight, bias=None, stride=1, padding=0):
+    return _conv_np(x.astype("float64"), weight.astype("float64"), None if bias is None else bias.astype("float64"),
+                    stride, padding)
+
+
+# ------------------------------------------------------------------ 04.7 make_layer
+def _make_layer(block, inplanes, planes, blocks, stride=1, *, stride_only=False, stride_everywhere=False,
+                forget_expansion=False, no_bn=False):
+    from course_lib import nn
+    from course_lib.models.resnet import conv1x1
+    width = planes * block.expansion
+    downsample = None
+    need = stride != 1 if stride_only else (stride != 1 or inplanes != width)
+    if need:
+        parts = [conv1x1(inplanes, width, stride)] + ([] if no_bn else [nn.BatchNorm2d(width)])
+        downsample = nn.Sequential(*parts)
+    layers = [block(inplanes, planes, stride, downsample)]
+    nxt = planes if forget_expansion else width
+    for _ in range(1, blocks):
+        if stride_everywhere and stride != 1:
+            layers.append(block(nxt, planes, stride, nn.Sequential(conv1x1(nxt, width, stride), nn.BatchNorm2d(width))))
+        else:
+            layers.append(block(nxt, planes))
+    return nn.Sequential(*layers), nxt
+
+
+def make_layer_downsample_only_for_stride(block, inplanes, planes, blocks, stride=1):
+    return _make_layer(block, inplanes, planes, blocks, stride, stride_only=True)
+
+
+def make_layer_stride_in_every_block(block, inplanes, planes, blocks, stride=1):
+    return _make_layer(block, inplanes, planes, blocks, stride, stride_everywhere=True)
+
+
+def make_layer_downsample_without_bn(block, inplanes, planes, blocks, stride=1):
+    return _make_layer(block, inplanes, planes, blocks, stride, no_bn=True)
+
+
+def make_layer_forgets_expansion(block, inplanes, planes, blocks, stride=1):
+    layer, _ = _make_layer(block, inplanes, planes, blocks, stride)
+    return layer, planes
+
+
+# ------------------------------------------------------------------ 04.8 sgd_step
+def _sgd(params, state, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *, damp_first=False,
+         decay_after=False, nesterov_plain=False, share_grad=False):
+    import course_lib as cl
+    with cl.no_grad():
+        for p in params:
+            if p.grad is None:
+                continue
+            g = p.grad
+            if weight_decay != 0 and not decay_after:
+                g = g + weight_decay * p
+            if momentum != 0:
+                s = state.setdefault(p, {})
+                buf = s.get("momentum_buffer")
+                if buf is None:
+                    first = g if share_grad else g.clone()
+                    buf = s["momentum_buffer"] = first * (1 - dampening) if damp_first else first
+                else:
+                    buf.mul_(momentum).add_(g, alpha=1 - dampening)
+                g = g + momentum * buf if (nesterov and not nesterov_plain) else buf
+            if weight_decay != 0 and decay_after:
+                g = g + weight_decay * p
+            p.add_(g, alpha=-lr)
+
+
+def sgd_step_dampens_first_step(params, state, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
+    return _sgd(params, state, lr, momentum, dampening, weight_decay, nesterov, damp_first=True)
+
+
+def sgd_step_decay_after_momentum(params, state, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
+    return _sgd(params, state, lr, momentum, dampening, weight_decay, nesterov, decay_after=True)
+
+
+def sgd_step_ignores_nesterov(params, state, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
+    return _sgd(params, state, lr, momentum, dampening, weight_decay, nesterov, nesterov_plain=True)
+
+
+def sgd_step_no_momentum(params, state, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
+    return _sgd(params, state, lr, 0.0, dampening, weight_decay, False)
+
+
+WRONG = {
+    "04.1": [_mini_module_class(_setattr_no_registration), _mini_module_class(_setattr_no_removal),
+             _mini_module_class(_setattr_no_type_errors), _mini_module_class(_setattr_short_messages)],
+    "04.2": [named_parameters_no_dedup, named_parameters_children_first, named_parameters_leading_dot],
+    "04.3": [load_state_dict_copies_before_checking, load_state_dict_sizes_only_when_strict,
+             load_state_dict_unexpected_first, load_state_dict_replaces_parameters],
+    "04.4": [record_activations_keeps_hooks, record_activations_type_names, record_activations_population_std,
+             record_activations_one_per_module, record_activations_clears_every_hook],
+    "04.5": [_my_linear_class(transposed=True), _my_linear_class(bias_attr=True), _my_linear_class(init="normal"),
+             _my_linear_class(add_bias=False)],
+    "04.6": [conv2d_im2col_flipped_kernel, conv2d_im2col_pads_one_side, conv2d_im2col_no_bias,
+             conv2d_im2col_kernel_major_columns, conv2d_im2col_float64],
+    "04.7": [make_layer_downsample_only_for_stride, make_layer_stride_in_every_block, make_layer_downsample_without_bn,
+             make_layer_forgets_expansion],
+    "04.8": [sgd_step_dampens_first_step, sgd_step_decay_after_momentum, sgd_step_ignores_nesterov,
+             sgd_step_no_momentum],
+}
