@@ -171,17 +171,21 @@ def _tensor_str_with_formatter(a: np.ndarray, indent: int, summarize: bool, fmt:
 
 
 def _summarized_data(a: np.ndarray) -> np.ndarray:
-    """Only the values a summarised print shows: ``edgeitems`` at each end of every dim."""
+    """Only the values a summarised print shows: ``edgeitems`` at each end of every dim.
+
+    One small index array per dim picks them out of the view, whatever its
+    strides (expanded, transposed, sliced): only the shown elements are read.
+    (``np.take`` would first copy a non-contiguous view whole: 3.64 TiB for
+    ``zeros(1).expand(10**12)``.)  With ``edgeitems=0`` nothing is shown and
+    the formatter sees no values.
+    """
     e = PRINT_OPTS.edgeitems
     if a.ndim == 0:
         return a
-    if a.ndim >= 2 and not e:
+    if not e:
         return a[(slice(0, 0),) * a.ndim]
-    for axis, n in enumerate(a.shape):
-        if n > 2 * e:
-            idx = np.r_[0:e, n - e:n]
-            a = np.take(a, idx, axis=axis)
-    return a
+    index = [np.r_[0:e, n - e:n] if n > 2 * e else np.arange(n) for n in a.shape]
+    return a[np.ix_(*index)]
 
 
 def _tensor_str(a: np.ndarray, indent: int, floating: bool) -> str:

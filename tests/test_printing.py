@@ -6,10 +6,12 @@ suffix (``dtype=course_lib.float64`` for ``dtype=torch.float64``).
 from __future__ import annotations
 
 import contextlib
+import time
+import tracemalloc
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -261,3 +263,118 @@ def test_non_contiguous_views_print_like_torch(a, perm_seed):
     view = np.ascontiguousarray(a).transpose(perm)[..., ::2]
     ours = cl.from_numpy(view)      # a strided view of the same memory
     assert repr(ours) == repr(torch.from_numpy(view)).replace("torch.", "course_lib.")
+
+
+# ---------------------------------------------------------------------------
+# summarised printing reads only the elements it shows
+# ---------------------------------------------------------------------------
+HUGE_VIEWS = {
+    "expand-1d": (lambda m: m.zeros(1).expand(10 ** 12),
+                  "tensor([0., 0., 0.,  ..., 0., 0., 0.])"),
+    "expand-2d": (lambda m: m.tensor([[1.5], [-2.0], [1e5]]).expand(3, 10 ** 12),
+                  "tensor([[ 1.5000e+00,  1.5000e+00,  1.5000e+00,  ...,  1.5000e+00,\n"
+                  "          1.5000e+00,  1.5000e+00],\n"
+                  "        [-2.0000e+00, -2.0000e+00, -2.0000e+00,  ..., -2.0000e+00,\n"
+                  "         -2.0000e+00, -2.0000e+00],\n"
+                  "        [ 1.0000e+05,  1.0000e+05,  1.0000e+05,  ...,  1.0000e+05,\n"
+                  "          1.0000e+05,  1.0000e+05]])"),
+    "expand-transposed": (lambda m: m.arange(10).expand(10 ** 11, 10).t(),
+                          "tensor([[0, 0, 0,  ..., 0, 0, 0],\n"
+                          "        [1, 1, 1,  ..., 1, 1, 1],\n"
+                          "        [2, 2, 2,  ..., 2, 2, 2],\n"
+                          "        ...,\n"
+                          "        [7, 7, 7,  ..., 7, 7, 7],\n"
+                          "        [8, 8, 8,  ..., 8, 8, 8],\n"
+                          "        [9, 9, 9,  ..., 9, 9, 9]])"),
+}
+
+
+@pytest.mark.parametrize("name", list(HUGE_VIEWS))
+def test_summarised_repr_of_a_huge_expanded_tensor_is_instant(name):
+    # 10**12 elements: the formatter used to copy the whole view first (MemoryError: 3.64 TiB)
+    build, expected = HUGE_VIEWS[name]
+    t = build(cl)
+    start = time.perf_counter()
+    r = repr(t)
+    assert time.perf_counter() - start < 1.0
+    assert r == expected
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name", list(HUGE_VIEWS))
+def test_summarised_repr_of_a_huge_expanded_tensor_matches_torch(name):
+    torch = require_torch()
+    build, _ = HUGE_VIEWS[name]
+    assert repr(build(cl)) == repr(build(torch))
+
+
+def test_summarised_repr_memory_stays_far_below_the_tensor_size():
+    t = cl.zeros(1).expand(2 * 10 ** 8)          # 800 MB if it were materialised
+    t2 = cl.arange(6.).view(2, 3).t().expand(10 ** 7, 3, 2)
+    tracemalloc.start()
+    try:
+        r, r2 = repr(t), repr(t2)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert r == "tensor([0., 0., 0.,  ..., 0., 0., 0.])"
+    assert r2.startswith("tensor([[[0., 3.],\n") and r2.endswith("[2., 5.]]])")
+    assert peak < 1_000_000, peak
+
+
+def test_summarised_repr_without_edge_items_reads_nothing():
+    old = _tensor_str.get_printoptions()
+    cl.set_printoptions(edgeitems=0)
+    tracemalloc.start()
+    try:
+        r1 = repr(cl.zeros(1).expand(10 ** 12))
+        r2 = repr(cl.arange(3.).view(3, 1).expand(3, 10 ** 12))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        cl.set_printoptions(**old)
+    # what torch prints for these shapes (its formatter would copy the 1-D one whole)
+    assert r1 == "tensor([...], size=(1000000000000,))"
+    assert r2 == "tensor([...], size=(3, 1000000000000))"
+    assert peak < 1_000_000, peak
+
+
+@st.composite
+def strided_views(draw):
+    """A small storage seen through a large strided view: (base, shape, stride, offset), numel > 1000.
+
+    Strides may be 0 (expanded dims), any order (transposed), or skip elements
+    (sliced); the view stays inside the storage.
+    """
+    a = draw(arrays())
+    base = a.reshape(-1)
+    assume(base.size >= 1)
+    ndim = draw(st.integers(1, 4))
+    shape = [draw(st.one_of(st.integers(1, 9), st.integers(7, 60), st.integers(1000, 10 ** 9)))
+             for _ in range(ndim)]
+    assume(1000 < int(np.prod(shape, dtype=object)) <= 10 ** 15)
+    offset = draw(st.integers(0, base.size - 1))
+    budget = base.size - 1 - offset               # furthest element still inside the storage
+    stride = [0] * ndim
+    for d in draw(st.permutations(range(ndim))):
+        if shape[d] > 1 and budget >= shape[d] - 1:
+            stride[d] = draw(st.integers(0, budget // (shape[d] - 1)))
+            budget -= stride[d] * (shape[d] - 1)
+    return base, tuple(shape), tuple(stride), offset
+
+
+@pytest.mark.oracle
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.data_too_large,
+                                                                   HealthCheck.filter_too_much])
+@given(view=strided_views(), opts=st.sampled_from([{}, {}, dict(precision=2), dict(linewidth=50),
+                                                    dict(sci_mode=False), dict(edgeitems=1),
+                                                    dict(edgeitems=5, threshold=50)]))
+def test_large_strided_views_print_like_torch(view, opts):
+    # (Not edgeitems=0: torch's formatter then copies a whole 1-D tensor, up to 10**15 elements here.)
+    torch = require_torch()
+    base, shape, stride, offset = view
+    ours = cl.as_strided(cl.tensor(base), shape, stride, offset)
+    theirs = torch.as_strided(torch.tensor(base), shape, stride, offset)
+    with both_printoptions(torch, **opts):
+        assert repr(ours) == repr(theirs).replace("torch.", "course_lib.")
