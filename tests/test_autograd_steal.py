@@ -117,3 +117,51 @@ def test_accumulating_into_an_existing_grad_leaves_the_incoming_tensor_alone():
     (x * 2).sum().backward()
     assert x.grad is first        # accumulated in place, as in PyTorch
     assert np.allclose(x.grad.numpy(), 4.0)
+
+
+def test_linear_gradients_are_kept_without_a_copy(copies):
+    # weight.grad is the transpose of the transposed product (grad_out^T @ input)^T, computed in the
+    # weight's own layout; bias.grad is a sum viewed to the bias's shape: both are views of results
+    # nobody else holds, so they become .grad as they are (PyTorch's mm_mat2_backward does the same)
+    cl.manual_seed(0)
+    lin = cl.nn.Linear(6, 4)
+    x = cl.randn(5, 6)
+    F.cross_entropy(lin(x), cl.tensor([0, 1, 2, 3, 0])).backward()
+    assert copies == []
+    for p in (lin.weight, lin.bias):
+        assert not p.grad._is_view() and p.grad.is_contiguous() and p.grad.shape == p.shape
+    expected = (cl.tensor(x.numpy().T) @ cl.ones(5, 4)).t()
+    lin.weight.grad = None
+    lin(x).sum().backward()
+    assert np.allclose(lin.weight.grad.numpy(), expected.numpy())
+
+
+def test_a_transposed_gradient_a_hook_kept_is_not_aliased(copies):
+    x = cl.randn(5, 3)
+    w = cl.randn(4, 3, requires_grad=True)
+    wt = w.t()
+    kept = []
+    wt.register_hook(lambda g: kept.append(g))          # the (3, 4) view whose transpose is w's gradient
+    (x @ wt).sum().backward()
+    assert len(copies) == 1
+    _assert_independent(w.grad, kept[0])
+
+    w2 = cl.randn(4, 3, requires_grad=True)
+    wt2 = w2.t()
+    kept2 = []
+    wt2.register_hook(lambda g: kept2.append(g.numpy()))  # a numpy view of it
+    (x @ wt2).sum().backward()
+    before = kept2[0].copy()
+    w2.grad.add_(1.0)
+    assert np.array_equal(kept2[0], before)
+
+
+def test_a_viewed_bias_gradient_whose_sum_a_hook_kept_is_not_aliased():
+    x = cl.randn(5, 3)
+    b = cl.randn(1, 3, requires_grad=True)
+    kept = []
+    y = x + b
+    y.register_hook(lambda g: kept.append(g))
+    y.sum().backward()
+    assert b.grad.shape == (1, 3)
+    _assert_independent(b.grad, kept[0])

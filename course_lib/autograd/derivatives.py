@@ -534,10 +534,34 @@ def _log_softmax(ctx, g):
 # ---------------------------------------------------------------------------
 # matrix products
 # ---------------------------------------------------------------------------
+def _column_major(meta) -> bool:
+    """Whether an input matrix was stored column by column (a transposed view, such as
+    ``Linear``'s ``weight.t()``): PyTorch's test in ``mm_mat1_backward``/``mm_mat2_backward``."""
+    shape, stride = meta[0], meta[2]
+    return stride[0] == 1 and stride[1] == shape[0]
+
+
+def _mm_mat1_grad(ctx, g, mat2, k: int):
+    """grad @ mat2^T, computed in mat1's layout: for a column-major mat1, (mat2 @ grad^T)^T."""
+    if _column_major(ctx._input_meta[k]):
+        return mat2.mm(g.t()).t()
+    return g.mm(mat2.t())
+
+
+def _mm_mat2_grad(ctx, g, mat1, k: int):
+    """mat1^T @ grad, computed in mat2's layout.  For ``Linear``'s ``weight.t()`` this is
+    (grad^T @ mat1)^T: its transpose, the weight's own gradient, comes out contiguous and becomes
+    ``weight.grad`` without a copy (as in PyTorch's ``mm_mat2_backward``)."""
+    if _column_major(ctx._input_meta[k]):
+        return g.t().mm(mat1).t()
+    return mat1.t().mm(g)
+
+
 @derivative("mm", "MmBackward0", save={"self": ("mat2",), "mat2": ("self",)})
 def _mm(ctx, g):
     n = ctx.needs_input_grad
-    return (g.mm(ctx.mat2.t()) if n[0] else None), (ctx.self.t().mm(g) if n[1] else None)
+    g1 = _mm_mat1_grad(ctx, g, ctx.mat2, 0) if n[0] else None
+    return g1, (_mm_mat2_grad(ctx, g, ctx.self, 1) if n[1] else None)
 
 
 @derivative("bmm", "BmmBackward0", save={"self": ("mat2",), "mat2": ("self",)})
@@ -563,8 +587,8 @@ def _addmm(ctx, g):
     n = ctx.needs_input_grad
     a, b = ctx.alpha, ctx.beta
     gs = (g if b == 1 else g * b) if n[0] else None
-    g1 = g.mm(ctx.mat2.t()) if n[1] else None
-    g2 = ctx.mat1.t().mm(g) if n[2] else None
+    g1 = _mm_mat1_grad(ctx, g, ctx.mat2, 1) if n[1] else None
+    g2 = _mm_mat2_grad(ctx, g, ctx.mat1, 2) if n[2] else None
     if a != 1:
         g1 = g1 * a if g1 is not None else None
         g2 = g2 * a if g2 is not None else None

@@ -259,7 +259,8 @@ class AccumulateGrad(Node):
             if _grad_state.enabled:
                 var._grad = g  # create_graph: keep the graph of the gradient
             elif sys.getrefcount(g) <= _STEAL_REFS and _stealable(g):
-                var._grad = g  # nobody else holds this gradient: keep it without a copy, as PyTorch does
+                # nobody else holds this gradient: keep it without a copy, as PyTorch does
+                var._grad = g if g._base is None else _detached_root_layout(g)
             else:
                 # a copy: the same gradient tensor may also flow to other leaves
                 var._grad = _fresh_copy(g)
@@ -281,13 +282,27 @@ _STEAL_REFS = 5
 
 
 def _stealable(g) -> bool:
-    """Whether ``g`` may become ``.grad`` itself (PyTorch: ``is_tensor_stealable`` in
-    ``torch/csrc/autograd/functions/accumulate_grad.h``): no history, not a view, and no other
-    tensor or numpy view sharing its memory."""
-    if g.grad_fn is not None or g._requires_grad or g._base is not None:
+    """Whether ``g``'s memory may become ``.grad`` without a copy (PyTorch: ``is_tensor_stealable``
+    in ``torch/csrc/autograd/functions/accumulate_grad.h``): no history, contiguous over its whole
+    storage, and no other tensor or numpy view sharing that memory.
+
+    ``g`` may be a view whose base (the root of the view chain) nobody else holds: the weight
+    gradient of ``Linear`` is the transpose of a transposed matrix product, a bias gradient a sum
+    viewed to the bias's shape.  PyTorch counts only references to the tensor; here the base's
+    references are counted too, since it shares the memory.
+    """
+    if g.grad_fn is not None or g._requires_grad:
         return False
     st = g._storage
-    if st.data is None or st._owner is not None or sys.getrefcount(st) > 3:  # g._storage, local, argument
+    base = g._base
+    st_refs = 3                                  # g._storage, local ``st``, getrefcount's argument
+    if base is not None:
+        # base: g._base, local ``base``, getrefcount's argument
+        if base.grad_fn is not None or base._requires_grad or sys.getrefcount(base) > 3 \
+                or base._storage is not st:
+            return False
+        st_refs = 4                              # and base._storage
+    if st.data is None or st._owner is not None or sys.getrefcount(st) > st_refs:
         return False
     if g._offset != 0 or g.numel() != st._size or not g.is_contiguous():
         return False
@@ -295,18 +310,33 @@ def _stealable(g) -> bool:
     owner = data if data.base is None else data.base
     if type(owner) is not np.ndarray:
         return False
-    npc = g._npc
     # Count the references to the memory's owner that we know of; one more is a view held elsewhere
     # (for example a hook that kept g.numpy()).
     known = 2                                    # the local ``owner``, getrefcount's argument
     known += 2 if data is owner else 1           # st.data and the local ``data``, or data.base
-    if npc is owner:
-        known += 2                               # g._npc and the local ``npc``
-    elif npc is not None:
-        if npc.base is not owner or sys.getrefcount(npc) > (5 if npc is data else 3):
+    for t in (g, base):
+        npc = t._npc if t is not None else None
+        if npc is None:
+            continue
+        if npc is owner:
+            known += 1                           # t._npc
+        elif npc is data:                        # (data.base is counted above)
+            if sys.getrefcount(npc) > 5:         # st.data, ``data``, t._npc, ``npc``, getrefcount's argument
+                return False
+        elif npc.base is not owner or sys.getrefcount(npc) > 3:  # t._npc, ``npc``, getrefcount's argument
             return False
-        known += 1                               # npc.base
+        else:
+            known += 1                           # npc.base
+    npc = None
     return sys.getrefcount(owner) <= known
+
+
+def _detached_root_layout(g):
+    """A plain (non-view) tensor over ``g``'s storage, which nobody else holds (see ``_stealable``)."""
+    from .._tensor import Tensor
+    t = Tensor._make(g._storage, 0, g._shape, g._stride, g.dtype)
+    t._npc = g._npc
+    return t
 
 
 def _fresh_copy(g):

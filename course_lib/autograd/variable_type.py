@@ -129,11 +129,11 @@ def _fit_to_inputs(node, grads) -> tuple:
         if g is None or m is None:
             out.append(None)
             continue
-        shape, dtype = m
+        shape = m[0]
         if g._shape != shape:
             g = sum_to_size(g, shape)
-        if g.dtype is not dtype:
-            g = g.to(dtype)
+        if g.dtype is not m[1]:
+            g = g.to(m[1])
         out.append(g)
     return tuple(out)
 
@@ -171,14 +171,14 @@ def _record(d: Derivative, args: tuple, out):
     op = d.op
     edges = []
     needs = []
-    meta = []
+    meta = []  # (shape, dtype, stride) of each input that needs a gradient (stride: see _mm in derivatives.py)
     for i in op.tensor_pos:
         a = args[i]
         if (a.__class__ is T or isinstance(a, T)) and a._requires_grad:
             fn = a.grad_fn
             edges.append((fn, a._output_nr) if fn is not None else gradient_edge(a))
             needs.append(True)
-            meta.append((a._shape, a.dtype))
+            meta.append((a._shape, a.dtype, a._stride))
         else:
             edges.append(_NO_EDGE)
             needs.append(False)
