@@ -250,6 +250,7 @@ _load_state = _LoadState()
 
 
 _INT64_MAX = (1 << 63) - 1
+_SEQUENCES = (tuple, list, Size)
 _U64 = 1 << 64
 
 #: C++ type names in PyTorch's set_ errors ("Could not set tensor of type long int to ...").
@@ -304,6 +305,23 @@ def _check_view(storage_len: int | None, itemsize: int, offset, size, stride, *,
     strides (on a dimension of size 1, or on the meta device) and views of more than 2**63 - 1
     bytes (``(2**62,)`` at stride 0), which numpy cannot represent.
     """
+    # The common case in one pass (a state_dict has thousands of tensors): non-negative int64s,
+    # element count and bytes within int64, the last element inside the storage.
+    if type(offset) is int and 0 <= offset <= _INT64_MAX and type(size) in _SEQUENCES \
+            and type(stride) in _SEQUENCES and len(size) == len(stride):
+        numel, last = 1, offset
+        for n, st in zip(size, stride):
+            if type(n) is not int or type(st) is not int or not (0 <= n <= _INT64_MAX and 0 <= st <= _INT64_MAX):
+                break
+            numel *= n
+            last += (n - 1) * st
+        else:
+            if numel == 0:
+                return offset, tuple(size), tuple(stride)
+            if numel * itemsize <= _INT64_MAX and (last + 1) * itemsize <= _INT64_MAX and (
+                    storage_len is None or last < storage_len):
+                return offset, tuple(size), tuple(stride)
+    # Anything else: PyTorch's checks in its order, for its error messages.
     if type(offset) is not int:
         raise RuntimeError(f"a tensor's storage offset must be an int, got {type(offset).__name__}")
     size, stride = _int_tuple(size, "size", fn), _int_tuple(stride, "stride", fn)
