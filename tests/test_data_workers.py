@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import random
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -34,6 +35,26 @@ SHM_DIR = "/dev/shm"
 def our_blocks() -> list:
     prefix = f"cl{os.getpid():x}_"
     return sorted(f for f in os.listdir(SHM_DIR) if f.startswith(prefix)) if os.path.isdir(SHM_DIR) else []
+
+
+def reaped(pids) -> bool:
+    """No process (not even a zombie) has any of these pids any more."""
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        return False
+    return True
+
+
+def process_state(pid: int) -> str:
+    """The state letter in /proc/PID/stat: R, S, Z (zombie), ..."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+KILLED = r"^DataLoader worker \(pid {}\) is killed by signal: Killed\. $"
 
 
 @pytest.fixture(autouse=True)
@@ -352,6 +373,44 @@ def test_worker_killed_from_outside_mid_epoch():
     del it
 
 
+class Large(D.Dataset):
+    """Sample i: an 8 MB float32 array full of i (many times a pipe's buffer)."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return np.full(2 * 2 ** 20, i, dtype=np.float32)
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_worker_killed_while_writing_a_batch(persistent):
+    # The worker's queue thread blocks halfway through writing an 8 MB pickled batch (nobody is reading)
+    # and is killed there.  Reading a message used to wait for its end, which never came: a hang.
+    D.set_sharing_strategy("pickle")
+    try:
+        loader = D.DataLoader(Large(), batch_size=None, num_workers=1, persistent_workers=persistent)
+        it = iter(loader)
+        assert next(it)[0].item() == 0
+        victim = it._workers[0]
+        while not it._worker_result_queue._reader.poll(0):   # the next batch has started to arrive
+            time.sleep(0.01)
+        time.sleep(0.2)                                     # its writer is blocked on the full pipe
+        os.kill(victim.pid, signal.SIGKILL)
+        start = time.monotonic()
+        with pytest.raises(RuntimeError, match=KILLED.format(victim.pid)):
+            for _ in it:
+                pass
+        assert time.monotonic() - start < 5
+        assert reaped([victim.pid]) and not multiprocessing.active_children()
+        if persistent:
+            with pytest.raises(RuntimeError, match=KILLED.format(victim.pid)):
+                iter(loader)
+        del loader, it
+    finally:
+        D.set_sharing_strategy("shared_memory")
+
+
 def test_timeout():
     loader = D.DataLoader(Range(4, slow={1}, delay=1.0), batch_size=2, num_workers=1, timeout=0.2)
     with pytest.raises(RuntimeError, match=r"^DataLoader timed out after 0.2 seconds$"):
@@ -426,20 +485,6 @@ def test_persistent_workers_reuse_processes_across_epochs():
     assert not any(w.is_alive() for w in workers)
 
 
-def reaped(pids) -> bool:
-    """No process (not even a zombie) has any of these pids any more."""
-    for pid in pids:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            continue
-        return False
-    return True
-
-
-KILLED = r"^DataLoader worker \(pid {}\) is killed by signal: Killed\. $"
-
-
 @pytest.mark.parametrize("victim", [0, 1])
 @pytest.mark.parametrize("wait", [False, True], ids=["at-once", "after-exit"])
 def test_persistent_worker_killed_between_epochs(victim, wait):
@@ -451,8 +496,8 @@ def test_persistent_worker_killed_between_epochs(victim, wait):
     workers = list(loader._iterator._workers)
     pids = [w.pid for w in workers]
     os.kill(pids[victim], signal.SIGKILL)
-    if wait:
-        while not os.path.exists(f"/proc/{pids[victim]}") or open(f"/proc/{pids[victim]}/stat").read().split()[2] != "Z":
+    if wait:  # until the victim is a zombie: dead, its pipes closed, not yet reaped
+        while process_state(pids[victim]) != "Z":
             time.sleep(0.01)
     for _ in range(3):
         start = time.monotonic()
@@ -535,6 +580,19 @@ def test_batches_arrive_in_shared_memory():
         while isinstance(base, np.ndarray) and base.base is not None:
             base = base.base
         assert isinstance(base, memoryview)
+
+
+def test_sweeping_a_block_its_worker_never_registered_is_quiet():
+    # A worker killed between creating a block and registering it with the resource tracker leaves a
+    # name the tracker does not know; sweeping it made the tracker print a KeyError traceback.
+    code = ("from course_lib.utils.data._utils import shared_memory as shm\n"
+            "shm.ensure_tracker_running()\n"
+            "prefix = shm.new_prefix()\n"
+            "open(f'/dev/shm/{prefix}_0_0', 'wb').close()\n"
+            "assert shm.sweep(prefix) == [f'{prefix}_0_0']\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert done.returncode == 0 and done.stderr == "", done.stderr
 
 
 def test_recycled_blocks_never_overwrite_batches_still_alive():

@@ -464,7 +464,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             self._workers.append(w)
             w.start()
             index_queue.started()
-        self._data_queue = self._worker_result_queue
+        # (Windows pipes have no file descriptor to read piecewise: Queue.get there.)
+        self._data_queue = (self._worker_result_queue if sys.platform == "win32"
+                            else _utils.worker._ResultReader(self._worker_result_queue))
 
         if not _atexit_registered[0]:
             import atexit

@@ -370,6 +370,10 @@ def sweep(prefix: str) -> list:
             except FileNotFoundError:
                 continue
             try:
+                # A worker killed between creating a block and registering it leaves a name the tracker
+                # never saw, and unregistering that alone makes the tracker print a KeyError: register
+                # first (a no-op for a known name), then unregister.
+                resource_tracker.register("/" + fname, "shared_memory")
                 resource_tracker.unregister("/" + fname, "shared_memory")
             except Exception:  # pragma: no cover - tracker gone at interpreter exit
                 pass

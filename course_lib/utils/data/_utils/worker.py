@@ -14,10 +14,16 @@ In PyTorch: ``torch/utils/data/_utils/worker.py``.  A worker:
 """
 from __future__ import annotations
 
+import io
+import math
 import os
 import queue
 import random
+import select
+import struct
+import time
 from dataclasses import dataclass
+from multiprocessing.reduction import ForkingPickler
 
 from . import MP_STATUS_CHECK_INTERVAL, ExceptionWrapper
 from . import shared_memory as _shm
@@ -64,6 +70,68 @@ class _IndexQueue:
 
     def close(self) -> None:
         self._writer.close()
+
+
+class _ResultReader:
+    """The main process's end of the result queue: ``get(timeout)`` never waits on half a message.
+
+    ``multiprocessing.Queue.get`` waits until a message starts, then blocks
+    until all of it is read.  A worker killed halfway through writing a large
+    batch never sends the rest, and the main process would wait forever
+    without checking its workers (PyTorch's SIGCHLD handler gets it out of
+    that read).  Here each ``get`` reads only the bytes already there; a
+    message is unpickled once complete, and a partial one waits in this
+    object while the caller checks the workers.  The framing is
+    ``Connection.send_bytes``'s: a 4-byte big-endian length (-1 and an 8-byte
+    length from 2 GiB), then the pickle.  Only the main process reads, so the
+    queue's read lock is not needed.
+    """
+
+    def __init__(self, q):
+        self._queue = q
+        self._reader = q._reader
+        self._file = io.FileIO(self._reader.fileno(), "rb", closefd=False)
+        self._poller = select.poll()
+        self._poller.register(self._file.fileno(), select.POLLIN)
+        self._header = b""
+        self._body: bytearray | None = None
+        self._filled = 0
+
+    def get(self, timeout: float):
+        """The next message; ``queue.Empty`` if none is complete after ``timeout`` s; EOFError if the pipe is closed."""
+        deadline = time.monotonic() + timeout
+        wait_ms = math.ceil(timeout * 1000)
+        while self._poller.poll(wait_ms):
+            if self._read_available():
+                body, self._body = self._body, None
+                self._queue._sem.release()   # as Queue.get does: one more put may go ahead
+                return ForkingPickler.loads(body)
+            wait_ms = max(0, math.ceil((deadline - time.monotonic()) * 1000))
+        raise queue.Empty
+
+    def _read_available(self) -> bool:
+        """One read (the pipe holds something): of the length, or into the body; True once the body is complete."""
+        if self._body is None:
+            need = 12 if self._header[:4] == _LONG_MESSAGE else 4
+            chunk = self._file.read(need - len(self._header))
+            if not chunk:
+                raise EOFError
+            self._header += chunk
+            if self._header == _LONG_MESSAGE:
+                need = 12                    # an 8-byte length follows
+            if len(self._header) < need:
+                return False
+            size, = struct.unpack("!Q", self._header[4:]) if need == 12 else struct.unpack("!i", self._header)
+            self._header, self._body, self._filled = b"", bytearray(size), 0
+        else:
+            n = self._file.readinto(memoryview(self._body)[self._filled:])
+            if not n:
+                raise EOFError
+            self._filled += n
+        return self._filled == len(self._body)
+
+
+_LONG_MESSAGE = struct.pack("!i", -1)
 
 
 @dataclass(frozen=True)
