@@ -12,6 +12,9 @@ shape-only ("fake") tensors run on.
 """
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
 
 from . import _dtype as D
@@ -20,6 +23,39 @@ from . import memory as _memory
 _mem_state = _memory._state  # [current bytes, peak bytes, number of allocations]
 
 __all__ = ["Storage", "UntypedStorage"]
+
+
+# glibc's malloc serves requests of 128 KiB and more with fresh mmap()ed pages and gives them back
+# to the system on free (and trims the heap above 128 KiB of free space).  A training step
+# allocates and frees the same large activations and gradients every time, so each step then pays
+# for munmap, mmap and a page fault on every 4 KiB page it writes: 360 page faults per MLP step,
+# a third of its time, and half the time of a convolution's forward and backward.  glibc raises
+# both thresholds by itself once a large block has been freed (importing torch does that, so torch
+# never pays); course_lib sets them at import, as PyTorch's CPU tuning guide suggests
+# (use an allocator that keeps memory), unless the user has chosen malloc settings.
+_MMAP_THRESHOLD = 32 << 20   # blocks below 32 MiB come from the heap and are reused
+_TRIM_THRESHOLD = 64 << 20   # up to 64 MiB of free heap is kept for the next step
+
+
+def _tune_malloc() -> bool:
+    """Keep freed blocks below 32 MiB for reuse (glibc only; True if set)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    if any(k in os.environ for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES",
+                                     "COURSE_LIB_DEFAULT_MALLOC")):
+        return False
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # noqa: B018 (glibc, not musl)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    return bool(mallopt(m_mmap_threshold, _MMAP_THRESHOLD)) and bool(mallopt(m_trim_threshold, _TRIM_THRESHOLD))
+
+
+_malloc_tuned = _tune_malloc()
 
 
 class Storage:
