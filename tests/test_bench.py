@@ -159,3 +159,14 @@ def test_notebook_workloads_need_a_file(harness):
     w = harness.Workload("defined in a cell", lambda quick: {}, module="__main__", path=None)
     with pytest.raises(ValueError, match="defined in a file"):
         harness.run([w])
+
+
+def test_rounds_rotate_the_order_of_the_libraries(harness):
+    impls = ["course_lib", "numpy", "torch"]
+    order = list(harness._schedule(1, ("1", "default"), impls, rounds=3))
+    assert len(order) == 3 * 2 * 3
+    for s in ("1", "default"):
+        by_round = [[impl for r_, g, s_, impl in order if r_ == r and s_ == s] for r in range(3)]
+        assert all(sorted(x) == sorted(impls) for x in by_round)
+        for position in range(3):   # every library runs first, second and last once
+            assert sorted(x[position] for x in by_round) == sorted(impls)
