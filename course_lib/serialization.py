@@ -523,6 +523,10 @@ def _set_tensor_attribute(t: Tensor, name, value) -> None:
             raise RuntimeError("requires_grad must be a bool")
         t.requires_grad = value
     elif name == "grad":
+        if isinstance(value, Tensor) and value._storage.device != t._storage.device:
+            raise RuntimeError(f"attempting to assign a gradient with device type '{value._storage.device}' to a tensor "
+                               f"with device type '{t._storage.device}'. Please ensure that the gradient and the tensor "
+                               "are on the same device")
         t.grad = value
     elif name.startswith("_"):
         raise pickle.UnpicklingError(f"refusing to set the private tensor attribute {name!r:.80} from a file")

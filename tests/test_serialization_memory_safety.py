@@ -164,6 +164,16 @@ def test_tensor_attributes_from_state_go_through_checked_setters(unchanged, name
         assert f"{kind}: {ours}" in msg
 
 
+def test_a_gradient_on_another_device_is_refused(unchanged):
+    meta = (global_op("torch._utils", "_rebuild_meta_tensor_no_storage") + b"(" + global_op("torch", "float32")
+            + int_tuple((4,)) + int_tuple((1,)) + b"\x89tR")
+    pkl = P2 + from_type_v2(dict_of(("grad", meta))) + b"."
+    expected = ("attempting to assign a gradient with device type 'meta' to a tensor with device type 'cpu'. Please "
+                "ensure that the gradient and the tensor are on the same device")
+    refused(pkl, FOUR_FLOATS, RuntimeError, expected)
+    assert torch_result(pkl, FOUR_FLOATS) == ("RuntimeError", expected)
+
+
 def test_tensor_python_attributes_still_load(unchanged):
     t = load(P2 + from_type_v2(dict_of(("note", arg("hello")), ("grad", rebuild()))) + b".", FOUR_FLOATS)
     assert t.note == "hello" and t.grad.tolist() == [0.0, 1.0, 2.0, 3.0] and t.tolist() == [0.0, 1.0, 2.0, 3.0]
