@@ -535,6 +535,8 @@ class Unpickler:
                     elif id(type(inst)) in allowed_ids or type(inst) is bytearray:
                         if hasattr(inst, "__setstate__"):
                             inst.__setstate__(state)
+                        elif isinstance(inst, Tensor):  # an allowlisted subclass: Tensor.__setstate__, as in PyTorch
+                            tensor_setstate(inst, state)
                         else:
                             # mimics load_build in pickle
                             slotstate = None

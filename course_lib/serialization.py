@@ -591,9 +591,8 @@ def _rebuild_from_type_v2(func, new_type, args, state):
         else:
             shown = new_type.__qualname__ if isinstance(new_type, type) else type(new_type).__name__
             raise pickle.UnpicklingError(f"cannot rebuild a tensor as {shown:.80}")
-    setstate = getattr(type(ret), "__setstate__", None)
-    if setstate is not None and isinstance(new_type, type) and "__setstate__" in vars(new_type):
-        ret.__setstate__(state)  # an allowlisted subclass that restores its own state
+    if getattr(type(ret), "__setstate__", None) is not None:
+        ret.__setstate__(state)  # an allowlisted subclass that restores its own state (Tensor has none)
     else:
         ret = _set_obj_state(ret, state)
     return ret

@@ -462,3 +462,25 @@ def test_valid_edge_views_still_load():
                                  ((2, 2), (0, 1), 2)]:
         t = load(P2 + rebuild(size, stride, offset) + b".", FOUR_FLOATS)
         assert tuple(t.shape) == size and t.stride() == stride and t.storage_offset() == offset
+
+
+# ------------------------------------------------------------------ allowlisted tensor subclasses
+
+
+class MyTensor(cl.Tensor):
+    """A tensor subclass a user allowlists with ``safe_globals``."""
+
+
+def test_build_on_an_allowlisted_tensor_subclass_is_tensor_setstate(unchanged):
+    """PyTorch runs Tensor.__setstate__ (legacy formats, checked) on any tensor subclass; it never
+    updates the instance's attributes wholesale (course_lib keeps _grad, grad_fn, _base there)."""
+    sub = (global_op("torch._tensor", "_rebuild_from_type_v2") + b"(" + global_op("torch._utils", "_rebuild_tensor_v2")
+           + global_op(__name__, "MyTensor") + b"(" + pid() + long1(0) + int_tuple((4,)) + int_tuple((1,)) + b"\x89"
+           + ORDERED_DICT + b"t}tR")
+    with S.safe_globals([MyTensor]):
+        t = load(P2 + sub + b"\x88N" + ORDERED_DICT + b"\x87b.", FOUR_FLOATS)
+        assert type(t) is MyTensor and t.requires_grad and t.tolist() == [0.0, 1.0, 2.0, 3.0]
+        refused(P2 + sub + dict_of(("_grad", rebuild()), ("grad_fn", b"N")) + b"b.", FOUR_FLOATS,
+                pickle.UnpicklingError, "ValueError: not enough values to unpack (expected 3, got 2)")
+        refused(P2 + sub + b"(" + pid() + long1(0) + int_tuple((9,)) + int_tuple((1,)) + b"tb.", FOUR_FLOATS,
+                RuntimeError, "are out of bounds for storage of size 16")
