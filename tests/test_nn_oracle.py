@@ -102,11 +102,23 @@ def test_conv2d_all_options(torch, kw):
     assert repr(m) == repr(mt)
 
 
+@pytest.mark.parametrize("kw", CONV_CASES, ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()))
+def test_conv2d_per_image_products(torch, kw):
+    # 16x16 inputs give at least 64 output pixels per image: the kernels then multiply image by image
+    # (the (N, C*K, L) column layout) instead of folding the batch into the columns
+    rng = np.random.default_rng(5)
+    cl.manual_seed(0)
+    m = nn.Conv2d(**kw).double()
+    mt = torch.nn.Conv2d(**kw).double()
+    run_both(torch, m, mt, rng.standard_normal((3, kw["in_channels"], 16, 17)))
+
+
 def test_conv1d(torch):
     rng = np.random.default_rng(3)
     m = nn.Conv1d(3, 5, 3, stride=2, padding=1).double()
     mt = torch.nn.Conv1d(3, 5, 3, stride=2, padding=1).double()
     run_both(torch, m, mt, rng.standard_normal((2, 3, 11)))
+    run_both(torch, m, mt, rng.standard_normal((2, 3, 150)))   # 75 outputs: per-image products
 
 
 @pytest.mark.parametrize("mk", [

@@ -106,30 +106,54 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     return wrap(out, input.dtype)
 
 
-def _columns(win, nsp):
-    """im2col: the window view copied to a (C*K, N*L) matrix (channel-major rows, batch-major columns)."""
+# Below this many output pixels per image the products are done with the batch folded into the
+# columns: a per-image product would stream the whole weight matrix once per image (resnet's last
+# layers have 2x2 outputs and 9 MB weights), which costs more than the transposing copies.
+_BATCHED_MIN_PIXELS = 64
+
+
+def _columns(win, nsp, batched: bool):
+    """im2col: the window view copied to matrices with one row per (channel, kernel position).
+
+    ``batched``: (N, C*K, L), one (C*K, L) matrix per image, copied in the window view's own order.
+    Otherwise (C*K, N*L): the batch folded into the columns.
+    """
     N, C = win.shape[:2]
+    K = int(np.prod(win.shape[2:2 + nsp]))
+    if batched:
+        return np.ascontiguousarray(win).reshape(N, C * K, -1)
     order = (1,) + tuple(range(2, 2 + nsp)) + (0,) + tuple(range(2 + nsp, 2 + 2 * nsp))
-    return np.ascontiguousarray(win.transpose(order)).reshape(C * int(np.prod(win.shape[2:2 + nsp])), -1)
+    return np.ascontiguousarray(win.transpose(order)).reshape(C * K, -1)
 
 
 def _contract_forward(win, w, groups, nsp):
-    """out = W (O, C*K) @ columns (C*K, N*L): one BLAS matrix product per group."""
-    N, C = win.shape[:2]
+    """out = W (O, C*K) @ columns: one BLAS product per group (per image and group when batched, which
+    writes the result directly in the (N, O, *out) layout)."""
+    N = win.shape[0]
     O = w.shape[0]
-    out_sp = win.shape[2 + nsp:]
+    out_sp = tuple(win.shape[2 + nsp:])
     L = int(np.prod(out_sp))
-    cols = _columns(win, nsp)
-    rows_per_group = cols.shape[0] // groups
-    Og = O // groups
+    batched = L >= _BATCHED_MIN_PIXELS
+    cols = _columns(win, nsp, batched)
     wm = w.reshape(O, -1)
+    Og = O // groups
+    rows = wm.shape[1]
+    if batched:
+        if groups == 1:
+            out = np.matmul(wm, cols)
+        else:
+            out = np.empty((N, O, L), dtype=np.result_type(w, win))
+            for gi in range(groups):
+                o_sl, r_sl = slice(gi * Og, (gi + 1) * Og), slice(gi * rows, (gi + 1) * rows)
+                out[:, o_sl] = np.matmul(wm[o_sl], cols[:, r_sl])
+        return out.reshape((N, O) + out_sp)
     if groups == 1:
         out = wm @ cols
     else:
         out = np.empty((O, N * L), dtype=np.result_type(w, win))
         for gi in range(groups):
-            out[gi * Og:(gi + 1) * Og] = wm[gi * Og:(gi + 1) * Og] @ cols[gi * rows_per_group:(gi + 1) * rows_per_group]
-    return np.ascontiguousarray(out.reshape((O, N) + tuple(out_sp)).swapaxes(0, 1))
+            out[gi * Og:(gi + 1) * Og] = wm[gi * Og:(gi + 1) * Og] @ cols[gi * rows:(gi + 1) * rows]
+    return np.ascontiguousarray(out.reshape((O, N) + out_sp).swapaxes(0, 1))
 
 
 def _convolution_backward_meta(grad, input, weight, stride, padding, dilation, groups, has_bias):
@@ -154,26 +178,39 @@ def convolution_backward(grad_output, input, weight, stride, padding, dilation, 
     K = int(np.prod(ksz))
     L = int(np.prod(out_sp))
     Cg, Og = C // groups, O // groups
-    # grad as an (O, N*L) matrix, like the forward's output before the final transpose
-    gmat = np.ascontiguousarray(g.reshape(N, O, L).swapaxes(0, 1)).reshape(O, N * L)
     win = _windows(x, ksz, out_sp, stride, dilation)
-    cols = _columns(win, nsp)                    # (C*K, N*L)
     wm = w.reshape(O, Cg * K)
     gw = np.empty((O, Cg * K), dtype=w.dtype)
-    dcols = np.empty_like(cols)
-    for gi in range(groups):
-        o_sl = slice(gi * Og, (gi + 1) * Og)
-        r_sl = slice(gi * Cg * K, (gi + 1) * Cg * K)
-        gw[o_sl] = gmat[o_sl] @ cols[r_sl].T     # weight: grad x columns^T
-        dcols[r_sl] = wm[o_sl].T @ gmat[o_sl]    # columns: W^T x grad
+    if L >= _BATCHED_MIN_PIXELS:
+        # per image: grad[n] (O, L) is already a matrix of the (N, O, L) gradient
+        g3 = g.reshape(N, O, L)
+        cols = _columns(win, nsp, True)          # (N, C*K, L)
+        dcols = np.empty_like(cols)
+        for gi in range(groups):
+            o_sl = slice(gi * Og, (gi + 1) * Og)
+            r_sl = slice(gi * Cg * K, (gi + 1) * Cg * K)
+            # weight: sum over images of grad[n] x columns[n]^T; columns: W^T x grad[n]
+            gw[o_sl] = np.matmul(g3[:, o_sl], cols[:, r_sl].transpose(0, 2, 1)).sum(0)
+            dcols[:, r_sl] = np.matmul(wm[o_sl].T, g3[:, o_sl])
+        dcols = dcols.reshape((N, C) + tuple(ksz) + tuple(out_sp))
+    else:
+        # grad as an (O, N*L) matrix, like the folded forward's output before its final transpose
+        gmat = np.ascontiguousarray(g.reshape(N, O, L).swapaxes(0, 1)).reshape(O, N * L)
+        cols = _columns(win, nsp, False)         # (C*K, N*L)
+        dcols = np.empty_like(cols)
+        for gi in range(groups):
+            o_sl = slice(gi * Og, (gi + 1) * Og)
+            r_sl = slice(gi * Cg * K, (gi + 1) * Cg * K)
+            gw[o_sl] = gmat[o_sl] @ cols[r_sl].T     # weight: grad x columns^T
+            dcols[r_sl] = wm[o_sl].T @ gmat[o_sl]    # columns: W^T x grad
+        dcols = np.moveaxis(dcols.reshape((C,) + tuple(ksz) + (N,) + tuple(out_sp)), 1 + nsp, 0)
     gw = gw.reshape(weight._shape)
-    # col2im: add each kernel position's column block back into the padded input gradient
-    dcols = dcols.reshape((C,) + tuple(ksz) + (N,) + tuple(out_sp))
+    # col2im: add each kernel position's block (N, C, *out) back into the padded input gradient
     gx = np.zeros((N, C) + tuple(padded), dtype=g.dtype)
     for pos in np.ndindex(*ksz):
         sl = tuple(slice(pos[k] * dilation[k], pos[k] * dilation[k] + stride[k] * (out_sp[k] - 1) + 1, stride[k])
                    for k in range(nsp))
-        gx[(slice(None), slice(None)) + sl] += dcols[(slice(None),) + pos].swapaxes(0, 1)
+        gx[(slice(None), slice(None)) + sl] += dcols[(slice(None), slice(None)) + pos]
     if any(padding):
         gx = gx[(slice(None), slice(None)) + tuple(slice(p, p + s) for p, s in zip(padding, input._shape[2:]))]
     gb = g.sum(axis=(0,) + tuple(range(2, 2 + nsp))) if has_bias else None
