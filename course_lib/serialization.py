@@ -524,9 +524,9 @@ def _set_tensor_attribute(t: Tensor, name, value) -> None:
         t.requires_grad = value
     elif name == "grad":
         if isinstance(value, Tensor) and value._storage.device != t._storage.device:
-            raise RuntimeError(f"attempting to assign a gradient with device type '{value._storage.device}' to a tensor "
-                               f"with device type '{t._storage.device}'. Please ensure that the gradient and the tensor "
-                               "are on the same device")
+            raise RuntimeError(f"attempting to assign a gradient with device type '{value._storage.device}' to a "
+                               f"tensor with device type '{t._storage.device}'. Please ensure that the gradient and "
+                               "the tensor are on the same device")
         t.grad = value
     elif name.startswith("_"):
         raise pickle.UnpicklingError(f"refusing to set the private tensor attribute {name!r:.80} from a file")
@@ -541,7 +541,8 @@ def _set_obj_state(obj: Tensor, state) -> Tensor:
     ``(dict_state, slots_state)``, each set through :func:`_set_tensor_attribute`."""
     if isinstance(state, tuple):
         if len(state) != 2:
-            raise RuntimeError(f"Invalid serialized state: a tuple of {len(state)} items ({_type_names(state[:8]):.200})")
+            raise RuntimeError(f"Invalid serialized state: a tuple of {len(state)} items "
+                               f"({_type_names(state[:8]):.200})")
         dict_state, slots_state = state
     else:
         dict_state, slots_state = state, None
@@ -1293,13 +1294,15 @@ class _Loader:
 
     def persistent_load(self, saved_id):
         if not isinstance(saved_id, tuple) or len(saved_id) != 5:
-            raise pickle.UnpicklingError(f"a storage's persistent id must be a tuple of 5 items, got {_shown(saved_id)}")
+            raise pickle.UnpicklingError(f"a storage's persistent id must be a tuple of 5 items, "
+                                         f"got {_shown(saved_id)}")
         typename, storage_type, key, location, numel = saved_id
         if _weights_only_unpickler._maybe_decode_ascii(typename) != "storage":
             raise pickle.UnpicklingError(f"Unknown typename for persistent_load, expected 'storage' but got "
                                          f"{_shown(typename)}")
         if not isinstance(storage_type, _StorageType):
-            raise pickle.UnpicklingError(f"expected a storage type such as torch.FloatStorage, got {_shown(storage_type)}")
+            raise pickle.UnpicklingError(f"expected a storage type such as torch.FloatStorage, "
+                                         f"got {_shown(storage_type)}")
         key = _weights_only_unpickler._maybe_decode_ascii(key)
         location = _weights_only_unpickler._maybe_decode_ascii(location)
         if not isinstance(key, str) or not isinstance(location, str) or type(numel) is not int or numel < 0:

@@ -11,13 +11,11 @@ import io
 import struct
 import tracemalloc
 import zipfile
-import zlib
 
 import numpy as np
 import pytest
 
 import course_lib as cl
-from course_lib import serialization as S
 
 from test_serialization_helpers import course_pickle, craft, values
 
@@ -89,7 +87,8 @@ def _deflated_raw(numel: int = 50_000) -> bytes:
 ], ids=["garbage", "end-zeroed", "bit-flip", "all-zero"])
 def test_a_damaged_deflated_record_is_a_clean_error(how):
     raw = _corrupt(_deflated_raw(), "archive/data/0", how)
-    with pytest.raises(RuntimeError, match="record 'archive/data/0' (cannot be read|is cut short|fails its CRC-32|holds)"):
+    damaged = "record 'archive/data/0' (cannot be read|is cut short|fails its CRC-32|holds)"
+    with pytest.raises(RuntimeError, match=damaged):
         cl.load(io.BytesIO(raw))
 
 

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import io
 import pickle
-import struct
-import zipfile
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -296,7 +294,8 @@ _BUILD_TARGETS = {
     "dict": b"}",
     "function": global_op("torch._utils", "_rebuild_tensor_v2"),
 }
-_STATES = {"none": b"N", "empty": b"}", "dict": dict_of(("a", arg(1))), "slots": b"N" + dict_of(("a", arg(1))) + b"\x86"}
+_STATES = {"none": b"N", "empty": b"}", "dict": dict_of(("a", arg(1))),
+           "slots": b"N" + dict_of(("a", arg(1))) + b"\x86"}
 
 
 @pytest.mark.parametrize("state", list(_STATES))
@@ -377,7 +376,8 @@ def test_legacy_build_on_a_tensor_is_bounds_checked(unchanged, state, error, mes
 
 def test_legacy_build_on_a_tensor_that_requires_grad():
     pkl = P2 + rebuild().replace(b"\x89" + ORDERED_DICT, b"\x88" + ORDERED_DICT) + b"(" + pid() + b"tb."
-    refused(pkl, FOUR_FLOATS, RuntimeError, "a leaf Variable that requires grad is being used in an in-place operation.")
+    refused(pkl, FOUR_FLOATS, RuntimeError,
+            "a leaf Variable that requires grad is being used in an in-place operation.")
     assert torch_result(pkl, FOUR_FLOATS)[0] == "RuntimeError"
 
 
@@ -447,7 +447,8 @@ def test_storage_size_overflow_is_refused_as_in_pytorch(unchanged, size, stride,
 def test_sizes_beyond_int64_are_refused():
     pkl = P2 + rebuild((1 << 63,), (1,)) + b"."
     refused(pkl, FOUR_FLOATS, pickle.UnpicklingError,
-            "set_(): argument 'size' failed to unpack the object at pos 1 with error \"Overflow when unpacking long long\"")
+            "set_(): argument 'size' failed to unpack the object at pos 1 with error "
+            "\"Overflow when unpacking long long\"")
     assert torch_result(pkl, FOUR_FLOATS)[0] == "TypeError"
 
 

@@ -45,7 +45,6 @@ import sys
 from collections import Counter, OrderedDict
 
 import numpy as np
-import pytest
 
 import course_lib as cl
 from course_lib import _device, _weights_only_unpickler as W
@@ -146,7 +145,7 @@ _SNIPPETS = [b"b", b"R", b"\x81", b"Q", b"(", b"t", b"\x85", b"\x86", b"\x87", b
              b"\x89", b"s", b"u", b"a", b"e", b".", b"h\x00", b"h\x05", b"q\x00",
              b"N}(" + arg("type") + arg("meta") + b"u\x86",                                # BUILD state for a device
              b"}(" + arg("dtype") + global_op("torch", "int64") + b"u",                    # BUILD {'dtype': int64}
-             b"}(" + arg("data") + _OD + b"u",                                             # BUILD {'data': <OrderedDict>}
+             b"}(" + arg("data") + _OD + b"u",                                             # {'data': OrderedDict()}
              b"}(" + arg("_storage") + b"N" + arg("_shape") + _tup((1 << 20,)) + b"u",     # fake tensor fields
              _tup((1 << 40, 1 << 40)), _tup((0, 0)), _tup((-1,)), _tup((1 << 62,))]
 
@@ -284,7 +283,8 @@ def _walk_problems(obj) -> list[str]:
 def _state() -> tuple:
     cpu = cl.device("cpu")
     return (cl.get_default_dtype(), id(cpu), cpu.type, cpu.index, cl.device("meta").type,
-            [(d.name, d.np, d.itemsize, d.category, d.is_signed, d._storage_name, d._tensor_name) for d in D.ALL_DTYPES],
+            [(d.name, d.np, d.itemsize, d.category, d.is_signed, d._storage_name, d._tensor_name)
+             for d in D.ALL_DTYPES],
             set(W._marked_safe_globals_set), dict(W._get_allowed_globals()),
             {k: (v.name, v.dtype) for k, v in S._STORAGE_TYPES.items()}, S._load_state.v3_views)
 
@@ -355,7 +355,8 @@ def test_the_checker_sees_an_out_of_bounds_view():
     """The campaign's check is not vacuous: it reports a view past its storage and a dtype that
     is not the storage's (what the attacks of issue 12 produced)."""
     s = cl.arange(4.)._storage
-    assert _walk_problems([cl.Tensor._make(s, 2, (4,), (1,), cl.float32)]) == ["view reaches element 5 of a storage of 4"]
+    past_the_end = cl.Tensor._make(s, 2, (4,), (1,), cl.float32)
+    assert _walk_problems([past_the_end]) == ["view reaches element 5 of a storage of 4"]
     assert "over a" in _walk_problems({"t": cl.Tensor._make(s, 0, (2,), (1,), cl.int64)})[0]
 
 
