@@ -182,6 +182,80 @@ def _describe(value: Any) -> str:
     return f"{text} ({type(value).__name__})"
 
 
+def _as_array(value: Any):
+    """A numpy array for tensors and arrays (None for anything else); no import of numpy unless needed."""
+    if type(value).__module__.startswith("numpy") and hasattr(value, "shape"):
+        return value
+    if hasattr(value, "_shape") and hasattr(value, "numpy"):  # a course_lib (or torch) tensor
+        try:
+            return value.detach().numpy()
+        except Exception:
+            return None
+    return None
+
+
+def _first_difference(got: Any, expected: Any, path: str = "") -> str | None:
+    """Where `got` first differs from `expected`: "at [1][0]: expected 3, got 4", or None if unknown.
+
+    Long values are shown cut short in a failure message; this names the element that differs, so the
+    difference is never hidden in the part that was cut.
+    """
+    if isinstance(expected, str) and isinstance(got, str):
+        if got == expected:
+            return None
+        i = next((k for k, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
+        if i == len(got) or i == len(expected):
+            return f"lengths differ: expected {len(expected)} characters, got {len(got)}"
+        return f"at character {i}: expected {expected[i:i + 20]!r}, got {got[i:i + 20]!r}"
+    e_arr, g_arr = _as_array(expected), _as_array(got)
+    if e_arr is not None and g_arr is not None:
+        if tuple(e_arr.shape) != tuple(g_arr.shape):
+            return f"{path or 'shape'}: expected shape {tuple(e_arr.shape)}, got {tuple(g_arr.shape)}"
+        import numpy as np
+        with np.errstate(invalid="ignore"):
+            same = np.isclose(g_arr, e_arr, rtol=1e-5, atol=1e-8, equal_nan=True) \
+                if e_arr.dtype.kind in "fc" or g_arr.dtype.kind in "fc" else g_arr == e_arr
+        bad = np.argwhere(~np.asarray(same))
+        if bad.size == 0:
+            return None
+        idx = tuple(int(k) for k in bad[0])
+        return (f"at {path}{list(idx)}: expected {e_arr[idx].item()!r}, got {g_arr[idx].item()!r} "
+                f"({len(bad)} of {e_arr.size} elements differ)")
+    if isinstance(expected, (list, tuple)) and isinstance(got, (list, tuple)):
+        if len(got) != len(expected):
+            return f"{path or 'length'}: expected {len(expected)} items, got {len(got)}"
+        for k, (g, e) in enumerate(zip(got, expected)):
+            if not _equalish(g, e):
+                inner = _first_difference(g, e, f"{path}[{k}]")
+                return inner or f"at {path}[{k}]: expected {_short(e)}, got {_short(g)}"
+        return None
+    if isinstance(expected, dict) and isinstance(got, dict):
+        if got.keys() != expected.keys():
+            missing = sorted(map(str, expected.keys() - got.keys()))
+            extra = sorted(map(str, got.keys() - expected.keys()))
+            return f"{path or 'keys'}: missing keys {missing}, unexpected keys {extra}"
+        for k in expected:
+            if not _equalish(got[k], expected[k]):
+                inner = _first_difference(got[k], expected[k], f"{path}[{k!r}]")
+                return inner or f"at {path}[{k!r}]: expected {_short(expected[k])}, got {_short(got[k])}"
+    return None
+
+
+def _equalish(got: Any, expected: Any) -> bool:
+    try:
+        return bool(strict_equal(got, expected))
+    except Exception:
+        return False
+
+
+def _difference_line(got: Any, expected: Any) -> str:
+    try:
+        diff = _first_difference(got, expected)
+    except Exception:
+        diff = None
+    return f"  differs:  {diff}\n" if diff else ""
+
+
 def _where(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     if not frames:
@@ -244,7 +318,8 @@ def run_check(exercise_id: str, obj: Any) -> str:
                 f"✗ {head}: case {i}/{n} failed\n"
                 f"  input:    {c.label}\n"
                 f"  expected: {_describe(c.expected)}\n"
-                f"  got:      {_describe(got)}\n{hint}"
+                f"  got:      {_describe(got)}\n"
+                f"{_difference_line(got, c.expected)}{hint}"
             )
     return f"✓ {head}: {n}/{n} cases"
 
