@@ -1,6 +1,6 @@
 """``course grade``: grade learner notebooks against the solutions' check cells.
 
-Recipe (see COURSE_DESIGN.md, "Known traps"): plain ``pytest --nbval`` is not
+Recipe (see docs/DESIGN.md, "Known traps of nbval as a grader"): plain ``pytest --nbval`` is not
 a grader, so for each learner notebook we
 
 1. take the check cells (source and expected output) from the matching
