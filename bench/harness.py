@@ -385,8 +385,9 @@ def _child_main(spec_path: str) -> int:
             continue
         entries.append(_measure_here(found[-1], impl, quick=spec["quick"], repeat=spec["repeat"],
                                      min_time=spec["min_time"], result_path=item.get("result")))
-    report = {"impl": impl, "pid": os.getpid(), "threads": _thread_counts(),
-              "torch_loaded": "torch" in sys.modules, "workloads": entries}
+    report = {"impl": impl, "pid": os.getpid(), "threads": _thread_counts(), "torch_loaded": "torch" in sys.modules,
+              "malloc_tuned": getattr(sys.modules.get("course_lib._storage"), "_malloc_tuned", None),
+              "workloads": entries}
     with open(spec["out"], "w") as f:
         json.dump(report, f)
     return 0
@@ -395,13 +396,19 @@ def _child_main(spec_path: str) -> int:
 # ---------------------------------------------------------------------------
 # the parent: children in rounds, then rows
 # ---------------------------------------------------------------------------
-def child_env(setting: str) -> dict:
-    """The environment of a child: the thread variables set (``"1"``) or removed (``"default"``)."""
-    env = {k: v for k, v in os.environ.items() if k not in THREAD_ENV}
+def child_env(setting: str, impl: str | None = None) -> dict:
+    """The environment of a child: the thread variables set (``"1"``) or removed (``"default"``).
+
+    Importing course_lib tunes glibc's malloc for the whole process; a torch child imports it for
+    the workloads' set-up only, so there it is told not to (``COURSE_LIB_DEFAULT_MALLOC``): torch
+    is timed with the allocator a torch user has.  The numpy floor keeps course_lib's settings."""
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_ENV and k != "COURSE_LIB_DEFAULT_MALLOC"}
     if setting == "1":
         env.update({k: "1" for k in THREAD_ENV})
     elif setting != "default":
         raise ValueError(f"threads must be '1' or 'default', got {setting!r}")
+    if impl == "torch":
+        env["COURSE_LIB_DEFAULT_MALLOC"] = "1"
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(HERE.parent)] +
                                         ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     return env
@@ -414,7 +421,7 @@ def _spawn(impl: str, setting: str, items: list[dict], *, quick: bool, repeat: i
     with open(spec_path, "w") as f:
         json.dump({"impl": impl, "threads": setting, "quick": quick, "repeat": repeat, "min_time": min_time,
                    "workloads": items, "out": out}, f)
-    proc = subprocess.run([sys.executable, str(HERE / "_child.py"), spec_path], env=child_env(setting),
+    proc = subprocess.run([sys.executable, str(HERE / "_child.py"), spec_path], env=child_env(setting, impl),
                           capture_output=True, text=True, timeout=600 if quick else 7200)
     if proc.returncode == 0 and os.path.exists(out):
         with open(out) as f:
@@ -428,7 +435,7 @@ def _spawn(impl: str, setting: str, items: list[dict], *, quick: bool, repeat: i
 def _standalone_matmul(setting: str, *, repeat: int, min_time: float) -> dict:
     """The self-check's reference: torch's 512x512 matmul in a process that imports only torch."""
     proc = subprocess.run([sys.executable, "-c", _STANDALONE, setting, str(repeat), str(min_time)],
-                          env=child_env(setting), capture_output=True, text=True, timeout=600)
+                          env=child_env(setting, "torch"), capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         return {"samples": [], "error": proc.stderr.strip()[-1500:]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -584,7 +591,7 @@ def _collect(d: dict, entry: dict, first_report: dict | None) -> None:
     if entry.get("result"):
         d["result"] = entry["result"]
     if first_report is not None:
-        d["process"] = {"pid": first_report["pid"], "torch_loaded": first_report["torch_loaded"]}
+        d["process"] = {k: first_report.get(k) for k in ("pid", "torch_loaded", "malloc_tuned")}
 
 
 def _setting_info(setting: str, reports: dict) -> dict:

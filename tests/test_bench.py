@@ -62,6 +62,11 @@ def test_bench_quick_runs_and_checks_results():
             pids = {row["process"][impl]["pid"] for impl in impls}
             assert len(pids) == len(impls) and os.getpid() not in pids
             assert not row["process"]["course_lib"]["torch_loaded"] and not row["process"]["numpy"]["torch_loaded"]
+            # course_lib's malloc tuning: course_lib and its numpy floor have it, torch runs with glibc's defaults
+            if row["process"]["course_lib"]["malloc_tuned"] is not None:
+                assert row["process"]["numpy"]["malloc_tuned"] == row["process"]["course_lib"]["malloc_tuned"]
+                if HAS_TORCH:
+                    assert row["process"]["torch"]["malloc_tuned"] is False
     if HAS_TORCH:
         assert [c["threads"] for c in data["self_check"]] == ["1", "default"]
         for c in data["self_check"]:
@@ -142,6 +147,8 @@ def test_child_environment_states_the_threads(harness, monkeypatch):
     assert not any(k in default for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"))
     with pytest.raises(ValueError):
         harness.child_env("4")
+    assert harness.child_env("1", "torch")["COURSE_LIB_DEFAULT_MALLOC"] == "1"
+    assert "COURSE_LIB_DEFAULT_MALLOC" not in harness.child_env("1", "course_lib")
 
 
 def test_self_check_warns_when_the_harness_and_a_standalone_process_disagree(harness):
