@@ -68,9 +68,19 @@ def _windows(xp: np.ndarray, ksz, out_sp, stride, dilation):
 
 
 def _pad(x: np.ndarray, padding) -> np.ndarray:
+    """Zero padding on both sides of each spatial dim."""
     if not any(padding):
         return x
-    return np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in padding])
+    return _pad_with(x, [(0, 0)] * (x.ndim - len(padding)) + [(p, p) for p in padding], 0)
+
+
+def _pad_with(x: np.ndarray, pads, fill) -> np.ndarray:
+    """``np.pad(x, pads, constant_values=fill)`` as one allocation and one copy (np.pad costs
+    several times more on the small arrays of a network's later layers)."""
+    shape = tuple(n + a + b for n, (a, b) in zip(x.shape, pads))
+    out = np.full(shape, fill, dtype=x.dtype) if fill else np.zeros(shape, dtype=x.dtype)
+    out[tuple(slice(a, a + n) for n, (a, _) in zip(x.shape, pads))] = x
+    return out
 
 
 def _tuple(v, n):
@@ -255,11 +265,40 @@ def _pool_windows(x, k, s, p, d, out, fill):
     extra_h = max(0, need_h - (H + 2 * p[0]))
     extra_w = max(0, need_w - (W + 2 * p[1]))
     pads = [(0, 0)] * (x.ndim - 2) + [(p[0], p[0] + extra_h), (p[1], p[1] + extra_w)]
-    xp = np.pad(x, pads, constant_values=fill) if any(sum(t) for t in pads) else x
+    xp = _pad_with(x, pads, fill) if any(sum(t) for t in pads) else x
     st = xp.strides
     shape = xp.shape[:-2] + out + k
     strides = st[:-2] + (st[-2] * s[0], st[-1] * s[1], st[-2] * d[0], st[-1] * d[1])
     return as_strided(xp, shape, strides, writeable=False), xp.shape
+
+
+def _window_max(win: np.ndarray, k: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """The maximum of each (..., kh, kw) window and the position (i * kw + j) of its first
+    occurrence (a NaN counts as the maximum), like ``argmax`` over the flattened windows.
+
+    One pass per kernel position over (..., Ho, Wo) slices of the window view, instead of copying
+    every window out (``reshape`` of the strided view) and reducing over the copy: kh * kw maxima,
+    then the positions walked backwards, each ``arg -= (slice == max) * (arg - q)`` (arithmetic: a
+    masked assignment with a random mask is an order of magnitude slower).
+    """
+    nk = k[0] * k[1]
+    vals = np.array(win[..., 0, 0])
+    for q in range(1, nk):
+        np.maximum(vals, win[..., q // k[1], q % k[1]], out=vals)
+    am = np.full(vals.shape, nk - 1, dtype=np.int8 if nk <= 127 else np.int32)
+    if nk == 1:
+        return vals, am
+    nan = vals.dtype.kind == "f" and bool(np.isnan(vals).any())
+    tmp = np.empty_like(am)
+    for q in range(nk - 2, -1, -1):
+        v = win[..., q // k[1], q % k[1]]
+        eq = v == vals
+        if nan:
+            eq |= v != v      # the first NaN of a window whose maximum is NaN
+        np.subtract(am, q, out=tmp)
+        tmp *= eq
+        am -= tmp
+    return vals, am
 
 
 def _maxpool_meta(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
@@ -277,11 +316,9 @@ def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
     x = self._np()
     fill = -np.inf if self.dtype.is_floating_point else np.iinfo(self.dtype.np).min
     win, pshape = _pool_windows(x, k, s, p, d, out, fill)
-    flat = win.reshape(win.shape[:-2] + (-1,))
-    am = flat.argmax(axis=-1)
-    vals = np.take_along_axis(flat, am[..., None], axis=-1)[..., 0]
+    vals, am = _window_max(win, k)
     # index in the unpadded input
-    ki, kj = np.divmod(am, k[1])
+    ki, kj = np.divmod(am.astype(np.int64), k[1])
     oy = np.arange(out[0]).reshape(-1, 1)
     ox = np.arange(out[1]).reshape(1, -1)
     hh = oy * s[0] + ki * d[0] - p[0]

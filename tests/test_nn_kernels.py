@@ -1,0 +1,45 @@
+"""The fast paths of the nn kernels against the plain numpy they replace."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import course_lib as cl
+import course_lib.nn.functional as F
+from course_lib._ops import nn_ops
+
+
+def _argmax_reference(win):
+    flat = win.reshape(win.shape[:-2] + (-1,))
+    am = flat.argmax(axis=-1)
+    return np.take_along_axis(flat, am[..., None], axis=-1)[..., 0], am
+
+
+@pytest.mark.parametrize("k,s,p,d", [((3, 3), (2, 2), (1, 1), (1, 1)), ((2, 2), (2, 2), (0, 0), (1, 1)),
+                                     ((3, 2), (1, 2), (1, 0), (2, 1)), ((1, 1), (1, 1), (0, 0), (1, 1)),
+                                     ((12, 12), (1, 1), (0, 0), (1, 1))])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8])
+def test_window_max_is_argmax_of_the_windows(k, s, p, d, dtype):
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 4, (2, 3, 14, 13)).astype(dtype)        # many ties: the first maximum wins
+    if dtype in (np.float32, np.float64):
+        x[0, 0, 3, 4] = np.nan                                    # NaN is the maximum, the first NaN its index
+        x[0, 0, 3, 6] = np.nan
+        x[1, 2] = -np.inf
+    fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    H, W = x.shape[-2:]
+    out = tuple(nn_ops._pool_out(n, k[i], s[i], p[i], d[i], False) for i, n in enumerate((H, W)))
+    win, _ = nn_ops._pool_windows(x, k, s, p, d, out, fill)
+    vals, am = nn_ops._window_max(win, k)
+    ref_vals, ref_am = _argmax_reference(win)
+    np.testing.assert_array_equal(vals, ref_vals)
+    np.testing.assert_array_equal(am, ref_am)
+
+
+def test_max_pool_indices_with_ties_and_nan_match_the_argmax_rule():
+    x = np.zeros((1, 1, 4, 4), np.float32)
+    x[0, 0, 1, 1] = x[0, 0, 0, 1] = 1.0           # tie in the first window: row-major first is (0, 1)
+    x[0, 0, 2, 3] = np.nan
+    out, idx = F.max_pool2d(cl.tensor(x), 2, return_indices=True)
+    assert idx.tolist() == [[[[1, 2], [8, 11]]]]
+    assert np.isnan(out.numpy()[0, 0, 1, 1])
