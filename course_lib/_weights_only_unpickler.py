@@ -18,11 +18,12 @@ whatever the file says.  This unpickler runs the same machine, but:
 2. ``REDUCE`` and ``NEWOBJ`` only call allowlisted objects; ``APPEND(S)`` only extends
    lists; ``SETITEM(S)`` only fills dicts.  ``BUILD`` does what PyTorch's does and no
    more: on a tensor it is ``tensor.set_(*state)`` (a storage, offset, size and stride,
-   checked to lie inside the storage), on a Parameter ``Tensor.__setstate__``, on an
-   ``OrderedDict`` it sets attributes (a state_dict's ``_metadata``), on other allowlisted
-   types it runs ``__setstate__`` or sets the instance's attributes.  Devices and dtypes
-   are allowlisted but immutable, so BUILD on them fails; no file can change a tensor's
-   dtype, shape or storage except through those checks.
+   checked to lie inside the storage), on a Parameter (or an allowlisted tensor subclass)
+   ``Tensor.__setstate__``, on an ``OrderedDict`` it sets attributes (a state_dict's
+   ``_metadata``), on other allowlisted types it runs ``__setstate__`` or sets the
+   instance's attributes.  Devices and dtypes are allowlisted but immutable, so BUILD
+   on them fails; no file can change a tensor's dtype, shape or storage except through
+   those checks.
 3. Only the protocol-2 opcodes that ``torch.save`` emits are understood; any
    other byte is refused (``Unsupported operand 149`` is protocol 4's FRAME).
 4. Persistent ids (``BINPERSID``) must be ``('storage', ...)`` tuples.
