@@ -38,7 +38,9 @@ def _flatten(flatten):
         ([[], []], ([], (2, 0))),
     ]
     out = [case(flatten, data, name="flatten", expected=exp) for data, exp in cases]
-    for ragged in ([[1, 2], [3]], [[1, 2], 3], [1, [2, 3]], [[[1], [2]], [[3], [4, 5]]]):
+    # the last two agree on their items' first size, and differ only deeper down
+    for ragged in ([[1, 2], [3]], [[1, 2], 3], [1, [2, 3]], [[[1], [2]], [[3], [4, 5]]], [[[1, 2]], [[3]]],
+                   [[[1, 2], [3, 4]], [[5], [6]]]):
         out.append(case(flatten, ragged, name="flatten", raises=ValueError))
     return out
 

@@ -7,10 +7,10 @@
 # %% [markdown] id="intro"
 # # 00 · Welcome to *PyTorch from the inside*
 #
-# Over the next nine chapters you will build a small PyTorch of your own, on top of numpy:
+# Over the next seven chapters you will build a small PyTorch of your own, on top of numpy:
 # tensors that share storage, views made of strides, automatic differentiation, `nn.Module`,
-# normalization layers, a `DataLoader`, `save`/`load`, and a tiny compiler. Each piece mirrors the
-# real one closely enough that, at the end, you can open PyTorch's source and recognise what you see.
+# normalization layers, a `DataLoader`, and `save`/`load`. Each piece mirrors the real one closely
+# enough that, at the end, you can open PyTorch's source and recognise what you see.
 #
 # **This chapter** shows how the course works, checks that your setup is ready, gives a tour of what
 # you will build, and warms you up with three small exercises, so that the whole loop
@@ -73,14 +73,13 @@ print("All set.")
 # | 05 Normalization | `BatchNorm` and `LayerNorm`, train vs eval | `torch/nn/modules/batchnorm.py` |
 # | 06 Data loading | `Dataset`, samplers, `collate`, a multi-process `DataLoader` | `torch/utils/data/dataloader.py` |
 # | 07 Serialization | `save`/`load` of tensors that share storage | `torch/serialization.py` |
-# | 08 Compile | tracing through the dispatcher, fake tensors, a tiny graph compiler | `torch/_dynamo/`, `torch/_subclasses/fake_tensor.py` |
-# | 09 Capstone | train a small ResNet with everything above | `torchvision/models/resnet.py` |
 #
 # All of it hangs on one idea, which is PyTorch's own: **every operation takes the same path**. A call
 # such as `x.add(y)` is looked up in an op registry and handed to a dispatcher, which tries a few
-# *keys* in order: active modes (logging, tracing, fake tensors), then autograd (which records how to
-# differentiate), then a backend that does the arithmetic (`cpu` runs numpy; `meta` only works out
-# shapes). The picture below shows that path and which chapter builds each layer.
+# *keys* in order: active modes (objects that see every op go by, such as a logging mode), then
+# autograd (which records how to differentiate), then a backend that does the arithmetic (`cpu` runs
+# numpy; `meta` only works out shapes). The picture below shows that path and which chapter builds
+# each layer.
 
 # %% id="tour-figure"
 import matplotlib.pyplot as plt
@@ -89,7 +88,7 @@ from matplotlib.patches import FancyBboxPatch
 layers = [
     ("Tensor methods · course_lib.add · nn.functional", "01, 04", "#dbe9f6"),
     ("op registry: each op declared once", "01", "#c6dbef"),
-    ("dispatcher · 1. modes (logging, tracing, fake)", "08", "#fde0c5"),
+    ("dispatcher · 1. modes (a logging mode, your own)", "01", "#fde0c5"),
     ("dispatcher · 2. Autograd (records a Node)", "03", "#fcc5a5"),
     ("dispatcher · 3. backend: cpu (numpy) | meta (shapes)", "01, 02", "#d9f0d3"),
 ]
