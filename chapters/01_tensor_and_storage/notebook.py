@@ -732,8 +732,9 @@ plt.show()
 # %% [markdown] id="measure-sizes-md"
 # Now the whole call, `x + y`, against numpy's `a + b` as the tensors grow from 1 element to a million, and
 # against real PyTorch's if it is installed (the course does not need it; the next cell only looks for it,
-# and limits PyTorch to one thread so that all three run one single-threaded loop). Left: time per call.
-# Right: course_lib's time divided by numpy's.
+# and limits PyTorch to one thread so that all three run one single-threaded loop). To see PyTorch's line
+# too, run `make oracle` in the course's folder (it installs `torch==2.13.0`, CPU build), then restart the
+# kernel. Left: time per call. Right: course_lib's time divided by numpy's.
 
 # %% id="measure-torch" grader_runs="torch = None  # `course grade` skips the optional comparison with PyTorch"
 import importlib.util
@@ -742,7 +743,7 @@ torch = None
 if importlib.util.find_spec("torch") is not None:
     import torch            # only for the comparison; importing it takes a few seconds
     torch.set_num_threads(1)  # one thread, like numpy's add: we compare per-call costs, not parallelism
-print("comparing with PyTorch", torch.__version__ if torch is not None else "(not installed: skipped)")
+print("comparing with PyTorch", torch.__version__ if torch is not None else "(not installed: `make oracle` installs it)")
 
 # %% id="measure-sizes"
 from matplotlib.ticker import FuncFormatter
@@ -787,8 +788,9 @@ plt.show()
 #
 # - **Small tensors: overhead dominates.** Up to about a thousand elements numpy's time barely moves: it is
 #   the fixed cost of one call into C. course_lib adds a few microseconds of Python on top (the layers in the
-#   bar chart), so the ratio is large. PyTorch's overhead is C++ argument parsing and dispatch, around a
-#   microsecond, which is why it beats course_lib on tiny tensors but not numpy.
+#   bar chart), so the ratio is large. PyTorch's overhead is C++ argument parsing and dispatch, one to a
+#   few microseconds per op depending on the machine, which is why it beats course_lib on tiny tensors but
+#   not numpy.
 # - **Large tensors: the kernel dominates.** From about 100,000 elements the time grows with the size and
 #   course_lib's ratio approaches 1: the same numpy loop does the work, and a few microseconds of Python are
 #   lost in it. At a million elements the time is mostly memory traffic and getting fresh memory for the
@@ -796,7 +798,7 @@ plt.show()
 #
 # This is why course_lib's dispatcher must stay thin (no work per call that could be done once), and why real
 # PyTorch programs are fast when they do few operations on large tensors, and slow when they do many on tiny
-# ones. In chapter 08 a compiler will remove the per-op overhead by fusing many small ops into one.
+# ones. Compilers such as `torch.compile` attack the per-op overhead by fusing many small ops into one.
 #
 # ## Summary and what comes next
 #
