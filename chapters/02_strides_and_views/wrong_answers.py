@@ -91,6 +91,17 @@ def permute_geometry_no_checks(shape, stride, offset, dims):
     return tuple(shape[d] for d in dims), tuple(stride[d] for d in dims), offset
 
 
+def permute_geometry_duplicates_before_wrapping(shape, stride, offset, dims):
+    # looks for duplicates among the dims as given: (0, -2) on 2 dims gets through
+    nd = len(shape)
+    if len(dims) != nd:
+        raise RuntimeError("wrong number of dims")
+    if len(set(dims)) != nd:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    dims = [wrap_dim(d, nd) for d in dims]
+    return tuple(shape[d] for d in dims), tuple(stride[d] for d in dims), offset
+
+
 # ------------------------------------------------------------------ 02.5 narrow_geometry
 def _narrow_02(shape, stride, offset, dim, start, length, move):
     if len(shape) == 0:
@@ -356,7 +367,7 @@ WRONG = {
     "02.1": [predict_copies_noncontiguous_reshape_copies, predict_copies_only_clone],
     "02.2": [is_contiguous_exact_strides, is_contiguous_no_empty_rule, is_contiguous_decreasing_strides],
     "02.3": [transpose_geometry_shape_only, transpose_geometry_no_wrap],
-    "02.4": [permute_geometry_inverse, permute_geometry_no_checks],
+    "02.4": [permute_geometry_inverse, permute_geometry_no_checks, permute_geometry_duplicates_before_wrapping],
     "02.5": [narrow_geometry_offset_unchanged, narrow_geometry_offset_by_start, narrow_geometry_empty_offset_zero],
     "02.6": [select_geometry_keeps_dim, select_geometry_no_stride, select_geometry_no_negative_index],
     "02.7": [compute_stride_contiguous_only, compute_stride_no_size1_skip],
