@@ -202,6 +202,8 @@ _SUM = [
     ((2, 3, 4), -1, False),
     ((2, 3, 4), (1,), True),
     ((2, 3, 4), (2, 0), False),
+    ((2, 3, 4), (-3, -1), False),   # negative dims in a tuple: wrap them before sorting
+    ((2, 3, 4), (-1, 1), False),
     ((4,), 0, False),
 ]
 
@@ -326,19 +328,49 @@ def _topological_sort(topological_sort):
 
 # ---------------------------------------------------------------- 03.8 run_backward
 
+class _Visits:
+    """How many more times the learner's code may read ``Var.parents`` in the case that is running.
+
+    A correct engine reads each node's parents a few times (counting users, then passing gradients on),
+    so the reads grow with the number of nodes. One that passes a partial gradient on every time it
+    reaches a node reads them once per *path*: 2**40 times for ``y = y + y`` repeated 40 times. Past
+    the budget the read raises, so such an engine fails at once instead of running for hours.
+    """
+
+    left: int | None = None     # None: no budget (building graphs, the reference)
+    limit: int = 0
+    nodes: int = 0
+
+
+class TooManyVisits(RuntimeError):
+    """Raised from ``Var.parents`` when a case's budget of reads is spent."""
+
+
 class Var:
     """A scalar in the chapter's tiny graph (the same class the notebook defines).
 
     ``parents`` are the Vars it was computed from, ``local_grads`` d(self)/d(parent)
-    for each; ``grad`` accumulates, as ``Tensor.grad`` does.
+    for each; ``grad`` accumulates, as ``Tensor.grad`` does. Reading ``parents`` is
+    counted against the running case's budget (``_Visits``).
     """
 
     def __init__(self, value: float, parents: tuple = (), local_grads: tuple = (), name: str = ""):
         self.value = value
-        self.parents = tuple(parents)
+        self._parents = tuple(parents)
         self.local_grads = tuple(local_grads)
         self.grad = 0.0
         self.name = name
+
+    @property
+    def parents(self) -> tuple:
+        if _Visits.left is not None:
+            _Visits.left -= 1
+            if _Visits.left < 0:
+                raise TooManyVisits(
+                    f"read .parents more than {_Visits.limit} times in a graph of {_Visits.nodes} nodes: a node "
+                    f"passed its gradient on before all its users had added theirs (count the users first), "
+                    f"or once per path instead of once")
+        return self._parents
 
     def __add__(self, other):
         return Var(self.value + other.value, (self, other), (1.0, 1.0))
@@ -398,6 +430,20 @@ def _programs():
             y = y + y
         return y, [x]
 
+    def ladder():
+        x = Var(0.5)
+        y = x
+        for _ in range(40):
+            y = y + y
+        return y, [x]
+
+    def deep_diamonds():
+        x = Var(0.3)
+        a = x
+        for _ in range(40):
+            a = a.sin() + a * Var(0.5)
+        return a, [x]
+
     def chain():
         x = Var(1.0)
         y = x
@@ -411,7 +457,47 @@ def _programs():
         return h * h + h * x + w, [x, w]
 
     return [("seed example", seed), ("diamond a=x*2; a.sin()+a*a+a.log()", diamond),
-            ("y=y+y twenty times", reuse), ("chain of 3000 products", chain), ("h=x*w; h*h+h*x+w", shared_leaf)]
+            ("y=y+y twenty times", reuse), ("y=y+y forty times: 2**40 paths, 41 nodes", ladder),
+            ("a = a.sin() + a*0.5, forty diamonds deep", deep_diamonds),
+            ("chain of 3000 products", chain), ("h=x*w; h*h+h*x+w", shared_leaf)]
+
+
+def _count_nodes(root) -> int:
+    seen, stack = {id(root)}, [root]
+    while stack:
+        for p in stack.pop()._parents:
+            if id(p) not in seen:
+                seen.add(id(p))
+                stack.append(p)
+    return len(seen)
+
+
+def _within_budget(root, fn) -> None:
+    """``fn(root)`` with a budget of parent reads proportional to the graph's size (see ``_Visits``)."""
+    n = _count_nodes(root)
+    _Visits.nodes, _Visits.limit = n, 20 * n + 100
+    _Visits.left = _Visits.limit
+    try:
+        fn(root)
+    finally:
+        _Visits.left = None
+
+
+def _seed_nodes() -> tuple:
+    """The seed example with a name for every Var: (root, [(name, var), ...]) root first."""
+    x1, x2 = Var(2.0), Var(3.0)
+    a = x1 * x2
+    y1, y2 = a.log(), x2.sin()
+    w = y1 * y2
+    return w, [("root w", w), ("y1", y1), ("y2", y2), ("a", a), ("x1", x1), ("x2", x2)]
+
+
+def _close_pairs(got, expected) -> bool:
+    """[(name, number), ...] with the same names, numbers within 1e-9."""
+    if not isinstance(got, list) or len(got) != len(expected):
+        return False
+    return all(isinstance(g, tuple) and len(g) == 2 and g[0] == e[0] and _close(1e-9, 1e-9)(g[1], e[1])
+               for g, e in zip(got, expected))
 
 
 def _expected(build) -> list:
@@ -421,9 +507,10 @@ def _expected(build) -> list:
 
 
 @exercise("03.8", title="run_backward", points=3,
-          hint="root.grad += 1; walk the nodes in topological order (count each node's users first); when a "
-               "node is reached all its users have added their part to node.grad, so then add "
-               "local_grad * node.grad into each parent. Never recurse; never zero existing grads.")
+          hint="count each node's users (edges into it) first; then a ready list, starting with the root and "
+               "gradient 1. Keep this pass's gradients in a dict keyed by id(node): when a node is popped, add "
+               "its total into node.grad and local_grad * total into each parent's entry; a parent whose "
+               "count drops to 0 is ready. Never recurse; never zero existing grads.")
 def _run_backward(run_backward):
     out = []
     for label, build in _programs():
@@ -431,15 +518,24 @@ def _run_backward(run_backward):
 
         def run(build=build):
             root, leaves = build()
-            run_backward(root)
+            _within_budget(root, run_backward)
             return [lf.grad for lf in leaves]
         out.append(Case(f"run_backward(<{label}>); leaf grads", run, expected, compare=_close(1e-9, 1e-9)))
+
+    def every_node():
+        root, named = _seed_nodes()
+        _within_budget(root, run_backward)
+        return [(name, v.grad) for name, v in named]
+    root, named = _seed_nodes()
+    _reference_backward(root)
+    out.append(Case("run_backward(<seed example>); grads of every Var, the root (which gets 1) first", every_node,
+                    [(name, v.grad) for name, v in named], compare=_close_pairs))
 
     def twice():
         x1, x2 = Var(2.0), Var(3.0)
         root = (x1 * x2).log() * x2.sin()
-        run_backward(root)
-        run_backward(root)
+        _within_budget(root, run_backward)
+        _within_budget(root, run_backward)
         return [x1.grad, x2.grad]
     seed_grads = _expected(_programs()[0][1])
     out.append(Case("run_backward twice on the seed example: leaf grads accumulate", twice,
@@ -475,10 +571,39 @@ def _analytic_jacobian(fn, data):
     return np.array(rows).tolist()
 
 
+def _side_effects(numerical_jacobian) -> list:
+    """What numerical_jacobian did besides returning the Jacobian, called on a leaf that requires grad.
+
+    It must not change x (its values or its version counter: no in-place writes, even undone) and must not
+    record a graph: fn must never see a tensor that requires grad.
+    """
+    x = _t([0.3, -1.2, 2.0]).requires_grad_()
+    before, version = _values(x), x._version
+    recorded = []
+
+    def fn(t):
+        recorded.append(bool(t.requires_grad))
+        return t.sin() * t
+    numerical_jacobian(fn, x)
+    problems = []
+    if _values(x) != before:
+        problems.append(f"x's values changed to {_values(x)}")
+    if x._version != version:
+        problems.append(f"x._version went from {version} to {x._version}: x was written in place")
+    if any(recorded):
+        problems.append(f"fn ran {sum(recorded)} times on a tensor that records a graph")
+    if x.grad is not None:
+        problems.append("x.grad was set")
+    if not recorded:
+        problems.append("fn was never called")
+    return problems
+
+
 @exercise("03.9", title="numerical_jacobian", points=2,
           hint="for each input element j: add eps, evaluate, subtract eps, evaluate, restore; column j is "
-               "(f(x+eps) - f(x-eps)) / (2*eps), flattened. The result has shape (f(x).numel(), x.numel()). "
-               "Work under no_grad on a float64 copy of x.")
+               "(f(x+eps) - f(x-eps)) / (2*eps), flattened (central, not forward, differences). The result has "
+               "shape (f(x).numel(), x.numel()). Work under no_grad on a float64 copy of x (x.detach().clone()), "
+               "never on x itself.")
 def _numerical_jacobian(numerical_jacobian):
     import numpy as np
 
@@ -491,6 +616,14 @@ def _numerical_jacobian(numerical_jacobian):
             return np.asarray(j, dtype=np.float64).tolist()
         out.append(Case(f"numerical_jacobian(lambda x: {label}, x={data})", run, expected,
                         compare=_close(1e-5, 1e-6)))
+    # A forward difference (f(x+eps) - f(x)) / eps is off by about eps/2 * f'': 3e-6 * x here, far more than
+    # the central difference's error (below 1e-9 relative), so the tolerance tells them apart.
+    data = [1.0, 2.0, -1.5]
+    out.append(Case(f"numerical_jacobian(lambda x: x ** 3, x={data}) to 1e-7, as central differences give",
+                    lambda: np.asarray(numerical_jacobian(lambda x: x ** 3, _t(data)), dtype=np.float64).tolist(),
+                    _analytic_jacobian(lambda x: x ** 3, data), compare=_close(1e-7, 1e-9)))
+    out.append(Case("numerical_jacobian(lambda t: t.sin() * t, x) with x a leaf that requires grad: "
+                    "what else it did", lambda: _side_effects(numerical_jacobian), []))
     return out
 
 

@@ -334,15 +334,14 @@ print("expected cos(6) + exp(6) + 12 =", math.cos(6) + math.exp(6) + 12)
 
 # %% [markdown] id="topo-order-md"
 # The numbers below are that order for the diamond (`course_lib.viz.graph.execution_order` simulates the
-# engine without running it). `MulBackward0` of `a` is numbered after all three of its users. In Jupyter,
-# `backward_stepper(out)` gives a slider that colours the nodes as backward runs them.
+# engine without running it). `MulBackward0` of `a` is numbered after all three of its users.
+# `backward_stepper(out)` draws that picture and, in Jupyter, a slider under it that colours the nodes as
+# backward runs them, one step at a time.
 
 # %% id="topo-order-picture"
 from course_lib.viz.graph import backward_stepper
 
-draw_graph(out, params={"x": x}, show_order=True, show_saved=False,
-           title="the order backward() runs the nodes of the diamond")
-plt.show()
+backward_stepper(out, params={"x": x})
 
 
 # %% [markdown] id="ex-03-7-task"
@@ -443,7 +442,9 @@ print(root)
 # - gradients **accumulate**: do not reset any `grad`; calling `run_backward(root)` twice doubles every leaf's
 #   gradient;
 # - a `Var` used several times receives the sum of the contributions of all its uses, and must not pass
-#   anything on before it has all of them;
+#   anything on before it has all of them: each node passes its gradient on **once**. The checks include
+#   `y = y + y` repeated 40 times, 41 nodes but $2^{40}$ paths from the root to `x`, and stop any engine that
+#   reads the nodes' `parents` far more often than the graph has nodes;
 # - graphs can be thousands of nodes deep: no recursion.
 #
 # *Hint:* count each node's users (edges into it), then a ready list as in 03.7. Keep the gradients of *this*
@@ -491,7 +492,7 @@ check("03.8", run_backward)
 # ### `retain_graph`
 #
 # Backward frees the tensors each node saved as soon as the node has run: for a big network they are most of
-# the memory (section 9). So a second `backward()` through the same graph fails, with PyTorch's message, unless
+# the memory (section 10). So a second `backward()` through the same graph fails, with PyTorch's message, unless
 # the first call passed `retain_graph=True`. Graphs whose nodes saved nothing (`x + 1`) can be run again.
 
 # %% id="accumulate-demo"
@@ -663,10 +664,33 @@ check("03.9", numerical_jacobian)
 
 # %% id="gradcheck-demo"
 xs = cl.tensor([0.3, -1.2, 2.0], dtype=cl.float64, requires_grad=True)
-num = numerical_jacobian(lambda t: t.sin() * t, xs)
-rows = [autograd.grad((xs.sin() * xs)[i], xs)[0].numpy() for i in range(3)]
-print("largest difference from the analytic Jacobian:", np.abs(num - np.stack(rows)).max())
+try:
+    num = numerical_jacobian(lambda t: t.sin() * t, xs)
+except NotImplementedError:
+    print("(the comparison needs exercise 03.9: come back when it passes)")
+else:
+    rows = [autograd.grad((xs.sin() * xs)[i], xs)[0].numpy() for i in range(3)]
+    print("largest difference from the analytic Jacobian:", np.abs(num - np.stack(rows)).max())
 print("gradcheck(sin(x) * x):", autograd.gradcheck(lambda t: t.sin() * t, (xs,)))
+
+
+class BadSquare(Function):
+    # x * x with a backward that forgot the 2 (custom Functions are section 9)
+    @staticmethod
+    def forward(ctx, t):
+        ctx.save_for_backward(t)
+        return t * t
+
+    @staticmethod
+    def backward(ctx, grad):
+        (t,) = ctx.saved_tensors
+        return grad * t
+
+
+try:
+    autograd.gradcheck(BadSquare.apply, (xs,))
+except RuntimeError as e:  # a GradcheckError
+    print("\ngradcheck(BadSquare):", e)
 
 # %% [markdown] id="ex-03-10-task"
 # ## 9 · Custom functions
