@@ -451,10 +451,40 @@ def _hooks_left(model):
     return [(name, len(m._forward_hooks)) for name, m in model.named_modules() if m._forward_hooks]
 
 
+def _failing_model():
+    """The MLP with a hook of its own on [1], whose last module raises halfway through forward."""
+    from course_lib import nn
+
+    class Explode(nn.Module):
+        def forward(self, x):
+            raise RuntimeError("this model fails halfway through forward")
+
+    m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), Explode())
+    m[1].register_forward_hook(lambda mod, args, out: None)
+    return m
+
+
+def _hooks_left_after_failure(record_activations):
+    """The forward hooks left on a model that raised inside record_activations (its own hook must stay)."""
+    import course_lib as cl
+    from course_lib import nn
+
+    cl.manual_seed(0)
+    model = _failing_model()
+    try:
+        record_activations(model, cl.randn(6, 4), (nn.ReLU, nn.Linear))
+    except NotImplementedError:
+        raise
+    except Exception:  # noqa: BLE001 - letting the model's error through is right; the hooks are checked
+        pass
+    return _hooks_left(model)
+
+
 @exercise("04.4", title="record_activations", points=2,
           hint="for each (name, module) in model.named_modules() of one of `types`, register_forward_hook a function "
                "that appends (name, out.mean().item(), out.std().item(), (out == 0).float().mean().item()); run "
-               "model(x) under no_grad; then remove every handle you made (try/finally), and only those.")
+               "model(x) under cl.no_grad(); then remove every handle you made in a finally: block (the model may "
+               "raise), and only those.")
 def _record_activations(record_activations):
     import course_lib as cl
     cases = []
@@ -463,14 +493,21 @@ def _record_activations(record_activations):
             cl.manual_seed(0)
             model = build()
             x = cl.randn(*shape)
+            grad_mode = []   # grad mode while the model runs, seen by a forward pre-hook (not a forward hook)
+            probe = model.register_forward_pre_hook(lambda mod, args: grad_mode.append(cl.is_grad_enabled()))
             records = fn(model, x, types)
+            probe.remove()
             if isinstance(records, (list, tuple)):
                 records = [tuple(r) if isinstance(r, (list, tuple)) else r for r in records]
-            return records, _hooks_left(model)
+            return records, _hooks_left(model), f"grad enabled during forward: {grad_mode}"
         expected = outcome(reference_record_activations)
         tnames = ", ".join(t.__name__ for t in types)
-        cases.append(Case(f"record_activations({label}, x {shape}, ({tnames},)) -> (records, hooks left)",
-                          lambda o=outcome: o(record_activations), expected, compare=_close(1e-5, 1e-6)))
+        cases.append(Case(f"record_activations({label}, x {shape}, ({tnames},)) -> (records, hooks left, "
+                          "grad mode)", lambda o=outcome: o(record_activations), expected, compare=_close(1e-5, 1e-6)))
+    cases.append(Case("record_activations(<the MLP with a hook of its own on [1], whose last module raises>, x, "
+                      "(ReLU, Linear)) -> forward hooks left afterwards",
+                      lambda: _hooks_left_after_failure(record_activations),
+                      _hooks_left_after_failure(reference_record_activations)))
     return cases
 
 
@@ -576,7 +613,8 @@ def _conv_cases():
 @exercise("04.6", title="conv2d_im2col", points=3,
           hint="pad H and W with np.pad; take the windows with sliding_window_view(xp, (kh, kw), axis=(2, 3)) and "
                "keep every stride-th row and column; reshape them to (N, Ho, Wo, C*kh*kw) so the last axis matches "
-               "weight.reshape(O, C*kh*kw); multiply, add the bias, and move the channels to axis 1.")
+               "weight.reshape(O, C*kh*kw); multiply, add the bias, and move the channels to axis 1. No Python "
+               "loop over pixels: one matrix product does them all.")
 def _conv2d_im2col(conv2d_im2col):
     import course_lib as cl
     from course_lib.nn import functional as F
@@ -596,7 +634,44 @@ def _conv2d_im2col(conv2d_im2col):
             return np.asarray(out) if not isinstance(out, np.ndarray) else out
         cases.append(Case(f"conv2d_im2col(x {xs} {np.dtype(dtype).name}, weight {ws}, {bias_text}, "
                           f"stride={stride}, padding={padding})", run, expected, compare=_close(tol, tol)))
+    rng = np.random.default_rng(60)
+    x, w, b = rng.standard_normal((1, 1, 130, 130)), rng.standard_normal((2, 1, 3, 3)), rng.standard_normal(2)
+    cases.append(Case("conv2d_im2col(x (1, 1, 130, 130), weight (2, 1, 3, 3), b, stride=1, padding=1): lines of "
+                      "Python run for its 16,900 output pixels", lambda: _python_loop_verdict(conv2d_im2col, x, w, b),
+                      _NO_PIXEL_LOOP))
     return cases
+
+
+#: A vectorised im2col runs a few hundred lines of Python whatever the size (most of them in np.pad);
+#: a Python loop over output pixels runs at least one line per pixel.
+_PIXEL_LINES_BUDGET = 2000
+_NO_PIXEL_LOOP = f"at most {_PIXEL_LINES_BUDGET} lines: no Python loop over the pixels"
+
+
+def _python_loop_verdict(conv2d_im2col, x, w, b) -> str:
+    """Run conv2d_im2col with every line of Python it executes counted (sys.settrace) and say what it means.
+
+    Counting is exact and does not depend on the machine's speed, unlike a time budget.
+    """
+    import sys
+
+    lines = 0
+
+    def trace(frame, event, arg):
+        nonlocal lines
+        if event == "line":
+            lines += 1
+        return trace
+
+    previous = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        conv2d_im2col(x.copy(), w.copy(), b.copy(), stride=1, padding=1)
+    finally:
+        sys.settrace(previous)
+    if lines <= _PIXEL_LINES_BUDGET:
+        return _NO_PIXEL_LOOP
+    return f"{lines:,} lines: a Python loop over the pixels?"
 
 
 # ------------------------------------------------------------------ 04.7 make_layer
@@ -667,8 +742,13 @@ def _make_layer(make_layer):
 # ------------------------------------------------------------------ 04.8 sgd_step
 
 
-def _sgd_trajectory(step, settings, steps=4):
-    """Parameter values after each step, and the momentum buffers at the end."""
+def _sgd_trajectory(step, settings, steps=4, set_to_none=True):
+    """Parameter values after each step, and the momentum buffers at the end.
+
+    Between steps the gradients are reset as ``optimizer.zero_grad(set_to_none=...)`` does: set to None, or
+    zeroed in place, so that the next backward() accumulates into the same tensor (a momentum buffer that
+    is that tensor, not a copy, then changes with it).
+    """
     import course_lib as cl
     rng = np.random.default_rng(7)
     a = cl.nn.Parameter(cl.tensor(rng.standard_normal((3, 2)).astype(np.float32)))
@@ -680,7 +760,11 @@ def _sgd_trajectory(step, settings, steps=4):
     trace = []
     for _ in range(steps):
         for p in params:
-            p.grad = None
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                with cl.no_grad():
+                    p.grad.zero_()
         loss = ((x @ a + b).tanh() ** 2).sum() + (a * a).sum() * 0.1
         loss.backward()
         step(params, state, **settings)
@@ -726,4 +810,11 @@ def _sgd_step(sgd_step):
         text = ", ".join(f"{k}={v}" for k, v in s.items())
         cases.append(Case(f"4 steps of sgd_step(params, state, {text}) -> (values after each step, buffers)",
                           lambda s=s: _sgd_trajectory(sgd_step, s), expected, compare=_close(1e-4, 1e-5)))
+    for s in [dict(lr=0.1, momentum=0.9), dict(lr=0.1, momentum=0.9, nesterov=True)]:
+        expected = _sgd_trajectory(reference_sgd_step, s, set_to_none=False)
+        text = ", ".join(f"{k}={v}" for k, v in s.items())
+        cases.append(Case(f"4 steps of sgd_step(params, state, {text}), grads zeroed in place between steps "
+                          "(zero_grad(set_to_none=False)) -> (values, buffers)",
+                          lambda s=s: _sgd_trajectory(sgd_step, s, set_to_none=False), expected,
+                          compare=_close(1e-4, 1e-5)))
     return cases

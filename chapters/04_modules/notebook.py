@@ -97,8 +97,9 @@ print(net)
 # 4. a name that is already a buffer accepts a tensor or `None`;
 # 5. anything else, including a plain tensor under a new name, becomes an ordinary attribute.
 #
-# Assigning before `super().__init__()` fails, because the dictionaries do not exist yet. Each error message
-# says what to do:
+# Assigning a `Parameter`, a `Module` or an `nn.Buffer` before `super().__init__()` fails, because the
+# dictionary it must go into does not exist yet; anything else (a plain tensor, a number) becomes an ordinary
+# attribute even then, by rule 5. Each error message says what to do:
 
 # %% id="setattr-errors"
 def show_error(statement, **names):
@@ -625,8 +626,11 @@ plt.show()
 #   historical reasons);
 # - `bias=False` still *registers* the name: `register_parameter("bias", None)`, so `self.bias` is `None`
 #   rather than missing;
-# - `forward` calls `F.linear`, which for a 2-D input is a single `addmm(bias, x, W.t())` op, and otherwise
-#   `x @ W.t() + b` for any number of leading dimensions.
+# - `forward` calls `F.linear`. In PyTorch a 2-D input with a bias is a single `addmm(bias, x, W.t())` op; a
+#   contiguous input of any other number of dimensions with a bias is viewed as 2-D, goes through the same
+#   `addmm`, and is viewed back (`view`, `addmm`, `view`); without a bias, or for an input that cannot be
+#   viewed as 2-D, it is `x @ W.t()`, plus `b` if there is one. course_lib takes the `addmm` path for 2-D
+#   inputs only: below, its 3-D input goes through `matmul` (seen as its pieces) and `add`.
 
 # %% id="linear-demo"
 from course_lib.utils import LoggingMode
@@ -644,8 +648,8 @@ with LoggingMode():
 # %% [markdown] id="ex-04-5-task"
 # > **In PyTorch:** `torch/nn/modules/linear.py` (`Linear.__init__`, `reset_parameters`, `forward`),
 # > `torch/nn/functional.py` (`linear` is bound from C++: `torch._C._nn.linear`), and
-# > `aten/src/ATen/native/Linear.cpp`, where `linear` picks `addmm` for 2-D inputs. The initialisers are in
-# > `torch/nn/init.py`.
+# > `aten/src/ATen/native/Linear.cpp`, where `linear` picks `addmm` for inputs with a bias: directly for a 2-D
+# > input, between two `view`s for a contiguous N-D one. The initialisers are in `torch/nn/init.py`.
 #
 # ## Exercise 04.5 · `MyLinear` (2 points)
 #
@@ -809,7 +813,8 @@ print("after a new shape:    ", conv_plan.cache_info())
 #   are ints, the same for height and width;
 # - return the numpy array `F.conv2d` would compute: shape `(N, O, Ho, Wo)` with
 #   $H_o = \lfloor (H + 2p - k_h)/s \rfloor + 1$ (same for $W_o$), the same dtype as `x`;
-# - build the windows as a view (no Python loop over pixels or channels), then one matrix product.
+# - build the windows as a view (no Python loop over pixels or channels), then one matrix product. The check
+#   counts the lines of Python your function runs on a 130x130 image: a loop over its pixels shows.
 #
 # *Hint:* `np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))` has shape
 # `(N, C, H', W', kh, kw)`; slice `[:, :, ::stride, ::stride]`, move the channel axis next to the kernel axes
@@ -1191,8 +1196,9 @@ plt.show()
 # **Convolution time against batch size.** The next cells time a 3x3 convolution with 32 filters on
 # `N x 16 x 16 x 16` inputs, forward only, through the whole of course_lib (`F.conv2d`: module call, dispatcher,
 # plan cache, kernel) and through the numpy floor (the same im2col and matrix product with nothing around
-# them), and real PyTorch if it is installed (pinned to one thread, as in chapter 01). The time per image should fall as the batch grows, while fixed per-call costs are shared
-# by more images, then level off when the matrix product dominates.
+# them), and real PyTorch if it is installed (pinned to one thread, as in chapter 01; `make oracle` installs
+# it, then restart the kernel). The time per image should fall as the batch grows, while fixed per-call costs
+# are shared by more images, then level off when the matrix product dominates.
 
 # %% id="measure-torch" grader_runs="torch = None  # `course grade` skips the optional comparison with PyTorch"
 import importlib.util
@@ -1201,7 +1207,7 @@ torch = None
 if importlib.util.find_spec("torch") is not None:
     import torch              # only for the comparison; importing it takes a few seconds
     torch.set_num_threads(1)
-print("comparing with PyTorch", torch.__version__ if torch is not None else "(not installed: skipped)")
+print("comparing with PyTorch", torch.__version__ if torch is not None else "(not installed: `make oracle` installs it)")
 
 
 # %% id="measure-batch"
@@ -1247,8 +1253,11 @@ plt.show()
 # %% [markdown] id="summary"
 # course_lib's curve follows the numpy floor: with one matrix product per call, the framework adds a fixed
 # cost per call (argument handling, dispatcher, plan lookup, result tensor) that matters only for small batches.
-# PyTorch is faster again: its oneDNN kernel computes the convolution directly, without materialising the
-# column matrix, and is tuned for the machine's vector instructions.
+# PyTorch is faster again, and it does not use one algorithm for every batch size: for a single image
+# (`N = 1`) it picks its `Slow2d` backend, im2col plus one matrix product like ours, and only from `N = 2`
+# its oneDNN kernel, which computes the convolution directly, without materialising the column matrix, and is
+# tuned for the machine's vector instructions. `torch._C._select_conv_backend(x, w, None, stride, padding,
+# dilation, False, [0, 0], 1, None)` tells which one a call gets.
 # `bench/bench_nn.py` runs the bigger workloads of this chapter (an MLP training step, a convolution forward
 # and backward, resnet18 inference) beside numpy and PyTorch: `python bench/run.py --module nn`.
 #

@@ -204,7 +204,8 @@ def load_state_dict_replaces_parameters(module, state_dict, strict=True):
 
 
 # ------------------------------------------------------------------ 04.4 record_activations
-def _record(model, x, types, *, remove=True, name_of=None, correction=1, per_module=False, clear_all=False):
+def _record(model, x, types, *, remove=True, name_of=None, correction=1, per_module=False, clear_all=False,
+            no_grad=True):
     import course_lib as cl
     records, handles = [], []
     for name, module in model.named_modules():
@@ -222,7 +223,10 @@ def _record(model, x, types, *, remove=True, name_of=None, correction=1, per_mod
                             return
                 records.append(rec)
             handles.append(module.register_forward_hook(hook))
-    with cl.no_grad():
+    if no_grad:
+        with cl.no_grad():
+            model(x)
+    else:
         model(x)
     if remove:
         for h in handles:
@@ -235,6 +239,28 @@ def _record(model, x, types, *, remove=True, name_of=None, correction=1, per_mod
 
 def record_activations_keeps_hooks(model, x, types):
     return _record(model, x, types, remove=False)
+
+
+def record_activations_no_finally(model, x, types):
+    # right whenever the model runs, but removes the hooks only after a forward that returned
+    return _record(model, x, types)
+
+
+def record_activations_without_no_grad(model, x, types):
+    # right records and hooks, but the model runs with grad mode on: a graph is recorded for nothing
+    records, handles = [], []
+    for name, module in model.named_modules():
+        if isinstance(module, types):
+            def hook(mod, args, out, name=name):
+                o = out.detach()
+                records.append((name, o.mean().item(), o.std().item(), (o == 0).float().mean().item()))
+            handles.append(module.register_forward_hook(hook))
+    try:
+        model(x)
+    finally:
+        for h in handles:
+            h.remove()
+    return records
 
 
 def record_activations_type_names(model, x, types):
@@ -333,6 +359,41 @@ def conv2d_im2col_float64(x, weight, bias=None, stride=1, padding=0):
                     stride, padding)
 
 
+def conv2d_im2col_pixel_loop(x, weight, bias=None, stride=1, padding=0):
+    # right values, but one small matrix product per output pixel, in a Python loop
+    import numpy as np
+    O, C, kh, kw = weight.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    N, _, H, W = xp.shape
+    Ho, Wo = (H - kh) // stride + 1, (W - kw) // stride + 1
+    out = np.zeros((N, O, Ho, Wo), dtype=x.dtype)
+    w2 = weight.reshape(O, -1).T
+    for i in range(Ho):
+        for j in range(Wo):
+            window = xp[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
+            out[:, :, i, j] = window.reshape(N, -1) @ w2
+    if bias is not None:
+        out += bias.reshape(1, O, 1, 1)
+    return out
+
+
+def conv2d_im2col_row_loop(x, weight, bias=None, stride=1, padding=0):
+    # vectorised along each output row, but a Python loop over the rows
+    import numpy as np
+    O, C, kh, kw = weight.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    N, _, H, W = xp.shape
+    Ho, Wo = (H - kh) // stride + 1, (W - kw) // stride + 1
+    out = np.zeros((N, O, Ho, Wo), dtype=x.dtype)
+    for i in range(Ho):
+        band = xp[:, :, i * stride:i * stride + kh]
+        win = np.lib.stride_tricks.sliding_window_view(band, (kh, kw), axis=(2, 3))[:, :, 0, ::stride]
+        out[:, :, i, :] = np.einsum("ncwhk,ochk->now", win, weight)
+    if bias is not None:
+        out += bias.reshape(1, O, 1, 1)
+    return out
+
+
 # ------------------------------------------------------------------ 04.7 make_layer
 def _make_layer(block, inplanes, planes, blocks, stride=1, *, stride_only=False, stride_everywhere=False,
                 forget_expansion=False, no_bn=False):
@@ -408,6 +469,12 @@ def sgd_step_ignores_nesterov(params, state, lr, momentum=0.0, dampening=0.0, we
     return _sgd(params, state, lr, momentum, dampening, weight_decay, nesterov, nesterov_plain=True)
 
 
+def sgd_step_buffer_is_the_grad(params, state, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
+    # the first buffer is p.grad itself, not a copy: fine while zero_grad() sets grads to None, wrong when
+    # zero_grad(set_to_none=False) zeroes that tensor and the next backward() accumulates into it
+    return _sgd(params, state, lr, momentum, dampening, weight_decay, nesterov, share_grad=True)
+
+
 def sgd_step_no_momentum(params, state, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
     return _sgd(params, state, lr, 0.0, dampening, weight_decay, False)
 
@@ -419,13 +486,15 @@ WRONG = {
     "04.3": [load_state_dict_copies_before_checking, load_state_dict_sizes_only_when_strict,
              load_state_dict_unexpected_first, load_state_dict_replaces_parameters],
     "04.4": [record_activations_keeps_hooks, record_activations_type_names, record_activations_population_std,
-             record_activations_one_per_module, record_activations_clears_every_hook],
+             record_activations_one_per_module, record_activations_clears_every_hook, record_activations_no_finally,
+             record_activations_without_no_grad],
     "04.5": [_my_linear_class(transposed=True), _my_linear_class(bias_attr=True), _my_linear_class(init="normal"),
              _my_linear_class(add_bias=False)],
     "04.6": [conv2d_im2col_flipped_kernel, conv2d_im2col_pads_one_side, conv2d_im2col_no_bias,
-             conv2d_im2col_kernel_major_columns, conv2d_im2col_float64],
+             conv2d_im2col_kernel_major_columns, conv2d_im2col_float64, conv2d_im2col_pixel_loop,
+             conv2d_im2col_row_loop],
     "04.7": [make_layer_downsample_only_for_stride, make_layer_stride_in_every_block, make_layer_downsample_without_bn,
              make_layer_forgets_expansion],
     "04.8": [sgd_step_dampens_first_step, sgd_step_decay_after_momentum, sgd_step_ignores_nesterov,
-             sgd_step_no_momentum],
+             sgd_step_no_momentum, sgd_step_buffer_is_the_grad],
 }
