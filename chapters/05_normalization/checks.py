@@ -135,6 +135,14 @@ def _array_case(fn: Callable, fn_name: str, names: tuple[str, ...], args: list[t
     return Case(_label(fn_name, *args), run, want, compare=_close)
 
 
+def _changed_inputs(fn: Callable, args: list[tuple[str, Any]]) -> list[str]:
+    """Call ``fn(**dict(args))`` on copies; name the array arguments it changed in place."""
+    kwargs = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args}
+    fn(**kwargs)
+    return [f"{k} was changed in place" for k, v in args
+            if isinstance(v, np.ndarray) and not np.array_equal(kwargs[k], v)]
+
+
 def _rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
@@ -234,6 +242,14 @@ def _batch_norm_forward(batch_norm_forward):
         args = [("x", x), ("running_mean", rm), ("running_var", rv), ("momentum", momentum), ("eps", eps),
                 ("training", training)]
         out.append(_array_case(f, name, _BN_NAMES, args, _bn_reference(x, rm, rv, momentum, eps, training)))
+    # the inputs must come back untouched: new buffers are returned, not written into running_mean/var
+    for seed, shape, training in [(22, (6, 3), True), (23, (4, 2, 3), False)]:
+        C = shape[1]
+        rng = _rng(seed + 100)
+        args = [("x", _data(seed, shape)), ("running_mean", rng.normal(0, 1, C)),
+                ("running_var", rng.uniform(0.5, 2.0, C)), ("momentum", 0.1), ("eps", 1e-5), ("training", training)]
+        out.append(Case(_label(name, *args) + ": the inputs afterwards",
+                        lambda args=args: _changed_inputs(f, args), []))
     # one value per channel: PyTorch refuses to train on it
     for shape in [(1, 3), (1, 2, 1, 1)]:
         C = shape[1]

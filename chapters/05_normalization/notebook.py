@@ -232,14 +232,15 @@ print("buffers unchanged in eval:", bn.running_mean, bn.running_var, bn.num_batc
 
 # %% [markdown] id="bn-torch-md"
 # If real PyTorch is installed, the next cell repeats the experiment with `torch.nn.BatchNorm1d` (it is
-# skipped otherwise; importing torch takes a few seconds).
+# skipped otherwise; `make oracle` installs it, then restart the kernel; importing torch takes a few
+# seconds).
 
 # %% id="bn-torch" grader_runs="torch = None  # `course grade` skips the optional comparison with PyTorch"
 try:
     import torch
 except ImportError:
     torch = None
-    print("torch is not installed: skipped")
+    print("torch is not installed: skipped (`make oracle` installs it)")
 if torch is not None:
     tbn = torch.nn.BatchNorm1d(2)
     tx = torch.tensor([[1., 2.], [3., 6.], [5., 10.], [7., 2.]])

@@ -60,6 +60,15 @@ def _bn_05(x, running_mean, running_var, momentum, eps, training, *, norm_ddof=0
     return y, new_mean, new_var
 
 
+def batch_norm_forward_updates_in_place(x, running_mean, running_var, momentum=0.1, eps=1e-5, training=True):
+    # right values, but the buffers passed in are updated in place, as a BatchNorm module updates its own,
+    # and returned: the caller's arrays change
+    y, new_mean, new_var = _bn_05(x, running_mean, running_var, momentum, eps, training)
+    running_mean[...] = new_mean
+    running_var[...] = new_var
+    return y, running_mean, running_var
+
+
 def batch_norm_forward_unbiased_normalisation(x, running_mean, running_var, momentum=0.1, eps=1e-5, training=True):
     return _bn_05(x, running_mean, running_var, momentum, eps, training, norm_ddof=1)
 
@@ -245,7 +254,7 @@ def group_norm_no_divisibility_check(x, num_groups, weight=None, bias=None, eps=
 
 WRONG = {
     "05.1": [moments_unbiased, moments_no_keepdims, moments_other_axes, moments_uncentred],
-    "05.2": [batch_norm_forward_unbiased_normalisation, batch_norm_forward_no_running_update,
+    "05.2": [batch_norm_forward_updates_in_place, batch_norm_forward_unbiased_normalisation, batch_norm_forward_no_running_update,
              batch_norm_forward_biased_running_var, batch_norm_forward_momentum_swapped,
              batch_norm_forward_eval_uses_batch, batch_norm_forward_batch_axis_only,
              batch_norm_forward_no_size_check],
