@@ -353,7 +353,7 @@ class Unpickler:
         allowed_ids = _allowed_ids()
         from ._tensor import Tensor
         from .nn.parameter import Parameter
-        from .serialization import _tensor_set_ as tensor_set_, _tensor_setstate as tensor_setstate
+        from ._utils import _tensor_set_ as tensor_set_, _tensor_setstate as tensor_setstate
 
         def truncated(at: int, k: int):
             return UnpicklingError(f"pickle data was truncated: needed {k} bytes at byte {at}, "
