@@ -264,7 +264,7 @@ check("06.2", collate)
 # > **In PyTorch:** `torch/utils/data/_utils/collate.py`. `default_collate` is `collate` with a registry,
 # > `default_collate_fn_map`, from leaf types to functions: add your own type there instead of rewriting the
 # > whole function. Inside a worker process its tensor rule allocates the stacked batch directly in shared
-# > memory, which matters in section 7.
+# > memory, which matters in section 9.
 #
 # ## 4 · Follow one index: the single-process iterator
 #
@@ -332,7 +332,11 @@ check("06.3", SingleProcessIter)
 #
 # Real samples are expensive: decode a JPEG, crop, flip, normalize. Done in the training loop, that time adds
 # to every step. `num_workers=N` starts `N` processes that load batches *while the training loop computes*.
-# Processes, not threads: Python runs one thread at a time (the GIL), so only processes load in parallel.
+# Why processes, not threads? Python code runs one thread at a time (the GIL). Threads do run in parallel
+# while they are inside C code that releases the GIL: numpy working on large arrays, reading files, decoding
+# images in libraries that release it. But a dataset's `__getitem__` is mostly Python around such calls, and
+# in threads those Python parts would take turns. Each worker process has its own interpreter and its own
+# GIL, so all of its work runs in parallel with the training loop, at the costs listed below.
 #
 # The next cell makes each sample cost about 2 ms of numpy work (`work=15` smoothing passes) and times one
 # epoch with 0, 1 and 2 workers. On a machine with two or more free cores, 2 workers should come close to
@@ -370,7 +374,7 @@ plt.show()
 #   worker starts a fresh Python, imports everything again and receives the dataset pickled, which takes a
 #   second or more, and everything it needs must be importable: classes defined in a notebook cell are not;
 # - **memory**: each worker has its own copy of the dataset object (and of whatever it caches);
-# - **a trip between processes** for every batch (section 7).
+# - **a trip between processes** for every batch (section 9).
 #
 # So use workers when loading a batch costs more than sending it: decoding and augmenting, yes; slicing an
 # in-memory tensor, no.
@@ -395,6 +399,8 @@ plt.show()
 #   `ValueError: Caught ValueError in DataLoader worker process 0.` followed by the original traceback.
 # - A worker that *dies* (killed by the out-of-memory killer, a crash in C code) is noticed while the main
 #   process waits: `RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.`
+#   With `persistent_workers=True` the loader then stays failed, as in PyTorch: the other workers are stopped
+#   at once and every later epoch raises the same error; make a new DataLoader to start again.
 # - At the end of the epoch, on `break`, on an error or when the iterator is garbage collected, the main
 #   process sends each worker `None`, waits briefly, and terminates any that do not stop.
 #
@@ -453,7 +459,7 @@ check("06.4", worker_loop)
 
 # %% [markdown] id="order-md"
 # > **In PyTorch:** `_worker_loop` in `torch/utils/data/_utils/worker.py`. Before its loop it seeds the
-# > random number generators (section 9), sets `get_worker_info()` and calls `worker_init_fn`; while idle it
+# > random number generators (section 10), sets `get_worker_info()` and calls `worker_init_fn`; while idle it
 # > checks every few seconds that the main process is still alive, so a worker never outlives it. The wrapper
 # > is `ExceptionWrapper` in `torch/_utils.py`. Dead workers are reported by a SIGCHLD handler
 # > (`torch/utils/data/_utils/signal_handling.py`, `torch/csrc/DataLoader.cpp`); course_lib checks each
