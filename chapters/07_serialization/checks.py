@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import io
 import pickle
+import tempfile
 import zipfile
 from collections import OrderedDict
+from pathlib import Path
 
 import numpy as np
 
@@ -337,7 +339,9 @@ def _rebuild_tensor(rebuild_tensor):
 
     good = [(0, (2, 3), (3, 1)), (2, (4,), (1,)), (0, (3, 2), (1, 3)), (1, (2, 2), (1, 2)), (5, (), ()),
             (3, (), ()), (0, (6,), (1,)), (6, (0,), (1,)), (0, (2, 0, 3), (0, 3, 1)), (0, (2, 3), (0, 1)),
-            (4, (1, 2), (7, 1))]
+            (4, (1, 2), (7, 1)),
+            # empty views read nothing, so they fit wherever they start (PyTorch's set_ accepts them too)
+            (7, (0,), (1,)), (100, (0, 3), (3, 1))]
     out = []
     for args in good:
         out.append(Case(f"rebuild_tensor(arange(6.) storage, {', '.join(map(repr, args))})",
@@ -496,6 +500,19 @@ def _my_load_run(fn, raw: bytes):
     return _describe(fn(io.BytesIO(raw)))
 
 
+#: a small checkpoint written by real torch.save (torch 2.13.0), shipped beside this file
+#: (make_torch_file.py writes it): its records are in the folder "from_torch/"
+TORCH_FILE = Path(__file__).resolve().with_name("from_torch.pt")
+
+
+def _saved_to_path(obj, name: str) -> bytes:
+    """The bytes of ``course_lib.save(obj, <a temporary folder>/name)``: the archive's folder is the file's stem."""
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / name
+        _cl().save(obj, path)
+        return path.read_bytes()
+
+
 def _my_load_refuses(fn):
     raw = _saved({"w": _cl().ones(2), "gift": [_Reduce(_record, "from a checkpoint")]})
     RECORDED.clear()
@@ -524,6 +541,13 @@ def _my_load(my_load):
         raw = _saved(obj)
         out.append(Case(f"my_load(BytesIO(<course_lib.save of {label}>))",
                         lambda r=raw: _my_load_run(my_load, r), _my_load_run(_cl().load, raw)))
+    label, obj = _sample_objects()[0]
+    raw = _saved_to_path(obj, "views.pt")
+    out.append(Case(f"my_load(open('views.pt', 'rb')), course_lib.save of {label} to that path (folder 'views/')",
+                    lambda r=raw: _my_load_run(my_load, r), _my_load_run(_cl().load, raw)))
+    raw = TORCH_FILE.read_bytes()
+    out.append(Case("my_load(open('from_torch.pt', 'rb')), written by torch.save (torch 2.13.0)",
+                    lambda r=raw: _my_load_run(my_load, r), _my_load_run(_cl().load, raw)))
     out.append(Case("my_load(BytesIO(<a checkpoint with a payload inside>))", lambda: _my_load_refuses(my_load),
                     ("UnpicklingError", "payload calls: 0")))
     return out

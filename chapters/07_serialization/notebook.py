@@ -59,12 +59,19 @@ from course_lib.viz import draw_strides
 _workdir = tempfile.TemporaryDirectory(prefix="ch07-")
 WORK = Path(_workdir.name)
 
+# %% [markdown] id="torch-import-md"
+# PyTorch itself is optional here. A file written by real `torch.save` comes with the course
+# (`chapters/07_serialization/from_torch.pt`), so every demo that *reads* PyTorch's format runs without it;
+# with PyTorch installed, a few more run it for real (PyTorch reading course_lib's files, the timings of
+# section 8). `make oracle`, in the course's folder, installs it (`torch==2.13.0`, CPU build); restart the
+# kernel afterwards.
+
 # %% id="torch-import" grader_runs="torch = None  # `course grade` skips the optional comparison with PyTorch"
 try:  # PyTorch is optional: a few demos compare with it when it is installed
     import torch
 except ImportError:
     torch = None
-print("PyTorch for comparison:", torch.__version__ if torch is not None else "not installed")
+print("PyTorch for comparison:", torch.__version__ if torch is not None else "not installed (`make oracle` installs it)")
 
 # %% [markdown] id="pickle-md"
 # ## 1 · A pickle is a program
@@ -209,6 +216,12 @@ back["base"][0, 0] = 42.0
 print("write to base; top_half sees it:", back["top_half"][0, 0].item() == 42.0)
 
 # %% [markdown] id="pid-md"
+# Why 15 MB for one 4 MB storage? Each tensor pickled a copy of the elements it shows: 4 MB for `base`, 2 MB
+# for `top_half`, 4 MB for `transposed`, 10 MB in all. And protocol 2 has no opcode for raw bytes: numpy's
+# buffer travels as a call `_codecs.encode(text, "latin1")` whose `text` has one character per byte and is
+# written in UTF-8, where every byte of 128 or more takes two bytes. About half the bytes of random floats
+# are, so the 10 MB become 15.
+#
 # Pickle has a hook for data that should live *outside* the pickle. Before pickling any object, the pickler
 # calls `persistent_id(obj)`. If it returns `None`, pickling goes on as usual; if it returns anything else, the
 # pickler writes that value with the `BINPERSID` opcode *instead of the object*. When loading, the unpickler
@@ -489,14 +502,24 @@ with zipfile.ZipFile(path) as z:
     pickletools.dis(z.read("small/data.pkl"), out=listing)
 print("\n".join(listing.getvalue().splitlines()[:34]))
 
+# %% [markdown] id="interop-md"
+# The other way round: `from_torch.pt`, a small file written by real `torch.save` (torch 2.13.0) and shipped
+# with the course, has the same records (plus `.data/serialization_id`), in a folder named after its file, and
+# `course_lib.load` reads it: a `Linear(4, 2)`'s `state_dict`, a tensor `w`, its transpose `wt` (one storage),
+# and a 0-d `step`.
+
 # %% id="interop-demo"
+from course.paths import chapter_dirs, find_chapters_dir
+
+TORCH_FILE = chapter_dirs(find_chapters_dir())["07"] / "from_torch.pt"   # made by make_torch_file.py beside it
+print(zipfile.ZipFile(TORCH_FILE).namelist())
+print(cl.load(TORCH_FILE))
+
 if torch is not None:
-    from_course_lib = torch.load(path, weights_only=True)   # course_lib wrote it, PyTorch reads it
-    print({k: tuple(v.shape) for k, v in from_course_lib.items()})
-    torch.save(torch.nn.Linear(4, 2).state_dict(), WORK / "from_torch.pt")
-    print(cl.load(WORK / "from_torch.pt"))                   # and the other way round
+    from_course_lib = torch.load(path, weights_only=True)   # course_lib wrote small.pt, PyTorch reads it
+    print("torch.load of course_lib's small.pt:", {k: tuple(v.shape) for k, v in from_course_lib.items()})
 else:
-    print("(PyTorch is not installed: skipping the comparison)")
+    print("(PyTorch is not installed, so it does not read course_lib's small.pt here: `make oracle` installs it)")
 
 # %% [markdown] id="ex-07-5-task"
 # ## Exercise 07.5 · write_archive (2 points)
@@ -599,7 +622,8 @@ print(f"big[:10].clone(): {os.path.getsize(WORK / 'clone.pt'):>9,} bytes")
 # 2. **Calls only to allowlisted things.** `REDUCE` and `NEWOBJ` call only allowlisted callables; `BUILD`
 #    sets state only on tensors, `OrderedDict` and allowlisted types; `APPEND` works on lists only.
 # 3. **Only the protocol-2 opcodes `torch.save` writes.** Anything else is an error: a pickle from protocol 4
-#    starts with a `FRAME` opcode (149) and is refused at its first byte.
+#    starts with `PROTO 4`, which is accepted (with a warning), and then a `FRAME` opcode (149), which is
+#    refused: `Unsupported operand 149`.
 # 4. **Persistent ids must be storages.**
 #
 # Your custom class is refused too, until you say you trust it:
@@ -687,6 +711,8 @@ check("07.6", RestrictedUnpickler)
 # > (hashing one overflows CPython's C stack).
 
 # %% [markdown] id="ex-07-7-task"
+# ## 6 · Your own `load`
+#
 # ## Exercise 07.7 · your own load (2 points)
 #
 # Put your pieces together. Write `my_load(f)` for a binary file object `f` holding a checkpoint written by
@@ -746,10 +772,10 @@ try:
         mine = my_load(f)
     print({k: (tuple(t.shape), t.stride(), t.storage_offset()) for k, t in mine.items()})
     print("one storage:", mine["grid"]._storage is mine["tail"]._storage is mine["columns"]._storage)
-    if torch is not None:
-        torch.save({"w": torch.arange(6.).view(2, 3), "wt": torch.arange(6.).view(2, 3).t()}, WORK / "t.pt")
-        with open(WORK / "t.pt", "rb") as f:
-            print("a file torch.save wrote:", my_load(f))
+    with open(TORCH_FILE, "rb") as f:
+        from_torch = my_load(f)
+    print("a file torch.save wrote:", from_torch)
+    print("w and wt share a storage:", from_torch["w"]._storage is from_torch["wt"]._storage)
 except NotImplementedError:
     print("(do exercises 07.3, 07.4, 07.6 and 07.7 first)")
 
@@ -997,5 +1023,8 @@ except RuntimeError as e:
 # - A checkpoint is model + optimizer + scheduler + epoch + RNG state: resuming from it is bit-for-bit.
 # - safetensors trades pickle's generality for a format that only holds tensors and cannot run code.
 #
-# In **chapter 08** you trace programs through the dispatcher with *fake* tensors, the meta-device tensors
-# you met here as a way to read shapes without data, and compile them.
+# That is the last chapter of the course for now. You have built, piece by piece, the path every PyTorch
+# program takes: tensors over storages, views, autograd, modules, normalization, data loading and
+# checkpoints; open PyTorch's source next to `course_lib` and you will recognise what you see.
+#
+# Grade this chapter with `course grade notebooks/07_serialization.ipynb`.
