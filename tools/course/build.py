@@ -159,7 +159,7 @@ def build(chapters: Path, solutions: Path, only: list[str] | None = None, check:
     `only` names chapters ("03"). Returns the names written; with `check`, writes nothing and
     returns the names that are out of date (or missing).
     """
-    dirs = chapter_dirs(chapters)
+    dirs = {n: d for n, d in chapter_dirs(chapters).items() if (d / "notebook.py").is_file()}
     if not dirs:
         raise CourseError(f"no chapter sources in {chapters} (folders NN_name with a notebook.py)")
     wanted = list(dirs) if not only else [c.zfill(2) for c in only]

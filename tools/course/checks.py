@@ -256,6 +256,20 @@ def _difference_line(got: Any, expected: Any) -> str:
     return f"  differs:  {diff}\n" if diff else ""
 
 
+_MAX_ERROR_TEXT = 500
+
+
+def _error_text(exc: BaseException) -> str:
+    """``str(exc)``, cut to a few lines: a learner's exception may carry megabytes of text."""
+    try:
+        text = str(exc)
+    except Exception:  # a broken __str__ of the learner's
+        return f"<{type(exc).__name__} whose message cannot be shown>"
+    if len(text) > _MAX_ERROR_TEXT:
+        text = f"{text[:_MAX_ERROR_TEXT]}... ({len(text):,} characters in all)"
+    return text
+
+
 def _where(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     if not frames:
@@ -281,7 +295,7 @@ def run_check(exercise_id: str, obj: Any) -> str:
     except Exception as e:
         raise CheckFailure(
             f"✗ {head}: could not use your object {_describe(obj)}: "
-            f"{type(e).__name__}: {e}{_where(e)}\n{hint}"
+            f"{type(e).__name__}: {_error_text(e)}{_where(e)}\n{hint}"
         ) from None
     n = len(cases)
     for i, c in enumerate(cases, 1):
@@ -300,7 +314,7 @@ def run_check(exercise_id: str, obj: Any) -> str:
                 f"✗ {head}: case {i}/{n} failed\n"
                 f"  input:    {c.label}\n"
                 f"  expected: {expected}\n"
-                f"  got:      raised {type(e).__name__}: {e}{_where(e)}\n{hint}"
+                f"  got:      raised {type(e).__name__}: {_error_text(e)}{_where(e)}\n{hint}"
             ) from None
         if c.raises is not None:
             raise CheckFailure(

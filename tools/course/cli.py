@@ -1,4 +1,4 @@
-"""The ``course`` command: ``course grade | make-student | reset | execute | build``."""
+"""The ``course`` command: ``course grade | make-student | reset | execute | build | release``."""
 from __future__ import annotations
 
 import argparse
@@ -36,6 +36,10 @@ def _parser() -> argparse.ArgumentParser:
                                    "Exit status 0 only when every exercise passes.")
     g.add_argument("notebooks", nargs="*", type=Path, help="notebooks to grade, e.g. notebooks/00_welcome.ipynb")
     g.add_argument("--timeout", type=float, default=30, help="seconds a cell may run (default 30)")
+    g.add_argument("--notebook-timeout", type=float, default=300, metavar="SECONDS",
+                   help="seconds one notebook may run in all, reruns after a timeout included (default 300)")
+    g.add_argument("--memory", type=int, default=4096, metavar="MB",
+                   help="memory a notebook's kernel may use, in MB (default 4096)")
     g.add_argument("--json", nargs="?", const="-", metavar="FILE",
                    help="write results as JSON to FILE (or to stdout instead of the scoreboard)")
     g.add_argument("--batch", type=Path, metavar="DIR",
@@ -43,7 +47,16 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--csv", type=Path, metavar="FILE", help="with --batch: write the gradebook to FILE")
     g.add_argument("-n", "--jobs", type=_jobs, default=1, metavar="N",
                    help="notebooks graded in parallel ('auto' = number of CPUs); a notebook is never split")
-    g.add_argument("--solutions", type=Path, metavar="DIR", help="the solutions/ folder (found automatically)")
+    g.add_argument("--solutions", type=Path, metavar="DIR",
+                   help="the solutions/ folder (found automatically; with --batch never under DIR)")
+
+    rel = sub.add_parser("release", help="(instructors) write the course as students get it, without the answers",
+                         description="Write into DIR the learner notebooks, course_lib, the tools (with the grader), "
+                                     "the chapters' checks and key/: the solutions notebooks with every solution "
+                                     "cell stubbed (check cells and their outputs kept), which is all grading needs. "
+                                     "No solution code, chapter source or planted wrong answer is written.")
+    rel.add_argument("dest", type=Path, metavar="DIR", help="an empty or new folder")
+    rel.add_argument("--solutions", type=Path, metavar="DIR", help="the solutions/ folder (found automatically)")
 
     m = sub.add_parser("make-student", help="build notebooks/ from solutions/",
                        description="Write each solutions/NN_*.ipynb as notebooks/NN_*.ipynb with stubs "
@@ -90,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
             return execute_main(args.notebooks, args.timeout)
         if args.command == "build":
             return _build(args)
+        if args.command == "release":
+            return _release(args)
     except CourseError as e:
         print(f"course {args.command}: {e}", file=sys.stderr)
         return 2
@@ -164,40 +179,133 @@ def _reset(args) -> int:
     return 0
 
 
+def _release(args) -> int:
+    from .release import release
+
+    solutions = args.solutions or find_solutions_dir()
+    written = release(args.dest, solutions)
+    print(f"wrote {len(written)} files to {args.dest} (learner notebooks, key/, course_lib, tools, the checks)")
+    return 0
+
+
+#: folders under a student's folder that are never graded (they could pose as the course's own)
+SKIPPED_FOLDERS = ("solutions", "key", "course_lib", "course", "chapters", "tools", ".ipynb_checkpoints")
+
+
 def _student_of(path: Path, batch: Path) -> str:
     rel = path.relative_to(batch)
     return rel.parts[0] if len(rel.parts) > 1 else path.stem
 
 
+def find_submissions(batch: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """The notebooks under `batch` to grade, and what was skipped with why (never silently).
+
+    Symbolic links (to another student's file, or to the answer key) and folders named like the
+    course's own (``solutions``, ``course_lib``, ...) are skipped.
+    """
+    paths: list[Path] = []
+    skipped: list[tuple[Path, str]] = []
+    for dirpath, dirnames, filenames in os.walk(batch):
+        here = Path(dirpath)
+        keep = []
+        for d in sorted(dirnames):
+            p = here / d
+            if p.is_symlink():
+                skipped.append((p, "a symbolic link is not followed"))
+            elif d in SKIPPED_FOLDERS:
+                skipped.append((p, f"a folder named {d}/ under a student's folder is not graded"))
+            else:
+                keep.append(d)
+        dirnames[:] = keep
+        for f in sorted(filenames):
+            p = here / f
+            if not f.endswith(".ipynb"):
+                continue
+            if p.is_symlink():
+                skipped.append((p, "a symbolic link is not graded"))
+            else:
+                paths.append(p)
+    return sorted(paths), skipped
+
+
+_CSV_HEADER = ["student", "chapter", "exercise", "status", "points", "max_points", "message"]
+
+
+def _csv_rows(student: str, res) -> list[list]:
+    rows = []
+    if res.error:
+        rows.append([student, res.chapter or "", "", "ERROR", 0, 0, res.error])
+    for e in res.exercises:
+        rows.append([student, res.chapter or "", e.exercise, e.status, e.points, e.max_points,
+                     e.message.splitlines()[0] if e.message else ""])
+    for w in res.warnings:
+        rows.append([student, res.chapter or "", "", "WARNING", 0, 0, f"{Path(res.path).name}: {w}"])
+    return rows
+
+
 def _grade(args) -> int:
-    from .grader import grade_many, scoreboard
+    from .grader import Limits, grade_many, scoreboard
 
     if args.batch is None and not args.notebooks:
         raise CourseError("name the notebooks to grade, e.g. `course grade notebooks/00_welcome.ipynb`")
     if args.csv is not None and args.batch is None:
         raise CourseError("--csv goes with --batch DIR")
-    if args.timeout <= 0:
-        raise CourseError("--timeout must be positive")
+    if args.timeout <= 0 or args.notebook_timeout <= 0:
+        raise CourseError("--timeout and --notebook-timeout must be positive")
+    if args.memory < 256:
+        raise CourseError("--memory: give at least 256 (MB)")
+    limits = Limits(cell_timeout=args.timeout, notebook_timeout=args.notebook_timeout, memory_mb=args.memory)
+    to_stdout = args.json == "-"
+    skipped: list[tuple[Path, str]] = []
+    solutions = args.solutions
     if args.batch is not None:
         if not args.batch.is_dir():
             raise CourseError(f"{args.batch}: not a folder")
-        paths = sorted(p for p in args.batch.rglob("*.ipynb")
-                       if ".ipynb_checkpoints" not in p.parts and not p.name.endswith(".graded.ipynb"))
-        if not paths:
+        # the answer key comes from the course, never from under the submissions
+        solutions = solutions or find_solutions_dir(exclude=args.batch)
+        paths, skipped = find_submissions(args.batch)
+        if not paths and not skipped:
             raise CourseError(f"{args.batch}: no notebooks found")
     else:
         paths = list(args.notebooks)
-    results = grade_many(paths, args.solutions, args.timeout, args.jobs)
+    out = sys.stderr if to_stdout else sys.stdout
+    for p, why in skipped:
+        print(f"skipped {p}: {why}", file=out)
 
-    to_stdout = args.json == "-"
-    if not to_stdout:
-        for res in results:
-            print(scoreboard(res))
-            print()
-        if len(results) > 1:
-            ok = sum(r.passed for r in results)
-            print(f"{ok}/{len(results)} notebooks fully passed; "
-                  f"{sum(r.points for r in results)}/{sum(r.max_points for r in results)} points")
+    book = None
+    writer = None
+    if args.batch is not None and args.csv is not None:
+        book = open(args.csv, "w", newline="", encoding="utf-8")
+        writer = csv.writer(book)
+        writer.writerow(_CSV_HEADER)
+        for p, why in skipped:
+            rel = p.relative_to(args.batch)
+            student = rel.parts[0] if len(rel.parts) > 1 else p.name
+            writer.writerow([student, "", "", "SKIPPED", 0, 0, f"{rel.as_posix()}: {why}"])
+        _flush(book)
+
+    def arrived(path: Path, res) -> None:
+        if not to_stdout:
+            print(scoreboard(res), flush=True)
+            print(flush=True)
+        if writer is not None:
+            writer.writerows(_csv_rows(_student_of(path, args.batch), res))
+            _flush(book)
+
+    try:
+        results = grade_many(paths, solutions, args.timeout, args.jobs, limits=limits, on_result=arrived)
+    finally:
+        if book is not None:
+            book.close()
+
+    if not to_stdout and len(results) > 1:
+        ok = sum(r.passed for r in results)
+        print(f"{ok}/{len(results)} notebooks fully passed; "
+              f"{sum(r.points for r in results)}/{sum(r.max_points for r in results)} points")
+    warned = [r for r in results if r.warnings]
+    if warned:
+        print(f"WARNING: {len(warned)} notebook(s) have warnings (files changed during grading, forged "
+              "results): see WARNING above" + (" and in the gradebook" if args.csv else ""), file=out)
     if args.json:
         data = json.dumps([r.to_dict() for r in results], indent=2, ensure_ascii=False)
         if to_stdout:
@@ -205,19 +313,16 @@ def _grade(args) -> int:
         else:
             Path(args.json).write_text(data + "\n", encoding="utf-8")
     if args.batch is not None:
-        if args.csv is not None:
-            with open(args.csv, "w", newline="", encoding="utf-8") as f:
-                w = csv.writer(f)
-                w.writerow(["student", "chapter", "exercise", "status", "points", "max_points", "message"])
-                for path, res in zip(paths, results):
-                    student = _student_of(path, args.batch)
-                    if res.error:
-                        w.writerow([student, res.chapter or "", "", "ERROR", 0, 0, res.error])
-                    for e in res.exercises:
-                        w.writerow([student, res.chapter or "", e.exercise, e.status, e.points, e.max_points,
-                                    e.message.splitlines()[0] if e.message else ""])
-            if not to_stdout:
-                print(f"gradebook written to {args.csv}")
+        if args.csv is not None and not to_stdout:
+            print(f"gradebook written to {args.csv}")
         # a class with failing students is not a failure of the command
         return 0
     return 0 if all(r.passed for r in results) else 1
+
+
+def _flush(f) -> None:
+    f.flush()
+    try:
+        os.fsync(f.fileno())
+    except OSError:
+        pass

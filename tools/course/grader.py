@@ -3,52 +3,76 @@
 Recipe (see docs/DESIGN.md, "Known traps of nbval as a grader"): plain ``pytest --nbval`` is not
 a grader, so for each learner notebook we
 
-1. take the check cells (source and expected output) from the matching
-   ``solutions/`` notebook and find them in the learner's copy by cell id,
-   then by ``metadata.grading.exercise``; edited ones are restored, deleted
-   ones re-inserted after the exercise's solution cell;
-2. strip the learner's outputs and any nbval tags or comment markers;
-3. write that graded copy next to the learner's file (so relative paths
-   keep working) and run ``pytest --nbval-lax --nbval-current-env`` on it
-   with ``--noconftest``, an empty ini and ``--rootdir``, a per-cell
-   timeout, and a watchdog that kills the run if the kernel stops answering;
-4. after a timeout, replace the cell that timed out (a solution cell by its
-   stub, any other cell by ``pass``) and run again, so later exercises are
-   still graded;
-5. map each cell's result back to its exercise and remove the temporary files.
+1. read, before any learner code runs, what grading needs (:class:`CourseSnapshot`): the
+   solutions notebooks (the answer key), the chapters' checks, the `course` and `course_lib`
+   packages, and fingerprints of the course's files; with ``--batch``, every submission too;
+2. take the check cells (source and expected output) from the matching solutions notebook and
+   find them in the learner's copy by cell id, then by ``metadata.grading.exercise``; edited ones
+   are restored, deleted ones re-inserted after the exercise's solution cell;
+3. rebuild the learner's cells without their outputs, nbval tags, comment markers or metadata;
+4. write that graded copy into a private temporary folder of its own (mode 0700) beside private
+   copies of the checks and libraries, and run ``pytest --nbval-lax --nbval-current-env`` on it
+   under a supervisor (``_supervisor.py``) with a scrubbed environment, kernel limits (memory,
+   processes, file size), a per-cell timeout, a per-cell output cap and a total time limit for the
+   notebook; results come back through a pipe only pytest holds, each line signed with a nonce
+   the kernel never sees (``_pytest_plugin.py``);
+5. after a cell timed out, killed its kernel, flooded its output or killed the run, replace that
+   cell (a solution cell by its stub, any other cell by ``pass``) and run again, so later
+   exercises are still graded;
+6. kill whatever is left of the run, map each cell's result back to its exercise, and report
+   files of the course that changed while the notebook ran.
 """
 from __future__ import annotations
 
+import ast
 import copy
 import json
 import os
 import re
 import secrets
+import selectors
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import nbformat
 
+from . import _isolation as iso
 from . import notebook as nbio
-from .paths import CHAPTERS_ENV, CourseError, chapter_dirs, chapter_of_name, find_solutions_dir
-from .student import solution_for, stub_source
+from .paths import CourseError, chapter_dirs, chapter_of_name, find_solutions_dir
+from .student import stub_source
 
 PASS, FAIL, NOT_ATTEMPTED, TIMEOUT, ERROR = "PASS", "FAIL", "NOT ATTEMPTED", "TIMEOUT", "ERROR"
 
 NBVAL_TAGS = {"nbval-check-output", "nbval-ignore-output", "nbval-raises-exception", "nbval-skip",
               "nbval-lax", "raises-exception"}
-_NBVAL_MARKER = re.compile(r"^(\s*)#\s*NBVAL_\w+\s*$", re.MULTILINE)
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 CHECK_IMPORT = "from course import check; "
 NBVAL_OUTPUT_TIMEOUT = 5  # seconds nbval waits for a kernel message
 MAX_RERUNS = 5
+_FD_ENV, _LIMITS_ENV = "COURSE_GRADER_FD", "COURSE_KERNEL_LIMITS"  # read by _pytest_plugin
+_MAX_EVENT_LINE = 4 * 1024 * 1024
+_MAX_DATA_FILES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What grading one notebook may use."""
+
+    cell_timeout: float = 30.0  # seconds one cell may run
+    notebook_timeout: float = 300.0  # seconds for the whole notebook, reruns included
+    memory_mb: int = 4096  # the kernel's data segment (RLIMIT_DATA; RLIMIT_AS off Linux)
+    processes: int = 256  # processes the kernel may start (RLIMIT_NPROC; not for root)
+    output_mb: float = 16.0  # output of one cell
+    file_size_mb: int = 2048  # largest file the kernel may write
 
 
 @dataclass
@@ -68,6 +92,8 @@ class NotebookResult:
     exercises: list[ExerciseResult] = field(default_factory=list)
     error: str | None = None
     notes: list[str] = field(default_factory=list)
+    #: things an instructor must look at: course files changed while this notebook ran, forged results
+    warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
@@ -88,17 +114,113 @@ class NotebookResult:
         return d
 
 
+# ---------------------------------------------------------------- what grading needs, read once
+
+
+def _titles_from_source(source: bytes) -> dict[str, str]:
+    """``{"03.2": "mul_backward"}`` from the ``@exercise(...)`` decorators of a checks.py, without running it."""
+    titles: dict[str, str] = {}
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return titles
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "exercise" \
+                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            title = next((k.value.value for k in node.keywords if k.arg == "title"
+                          and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)), "")
+            titles[node.args[0].value] = title
+    return titles
+
+
+def _chapter_file(path: Path) -> bool:
+    """Files of a chapter folder a grading run needs: its checks, not its source or wrong answers."""
+    return path.name not in ("notebook.py", "wrong_answers.py")
+
+
+@dataclass
+class CourseSnapshot:
+    """Everything grading reads from the course, read once before any learner code runs.
+
+    Edits to the files on disk after this (by a notebook being graded, say) change no grading
+    made with this snapshot; :attr:`watch` finds them.
+    """
+
+    solutions_dir: Path
+    refs: dict[str, bytes]  # solutions notebook name -> file contents
+    chapters: iso.FileSnapshot  # NN_name/checks.py, ... (None of the chapters' sources)
+    libs: iso.FileSnapshot  # course/..., course_lib/...
+    data: iso.FileSnapshot  # files beside the course's learner notebooks (data a chapter reads)
+    titles: dict[str, str]
+    watch: iso.Watch
+    _parsed: dict = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def take(cls, solutions_dir: Path) -> "CourseSnapshot":
+        solutions_dir = Path(solutions_dir).resolve()
+        if not solutions_dir.is_dir():
+            raise CourseError(f"{solutions_dir}: no such folder")
+        refs = {p.name: p.read_bytes() for p in sorted(solutions_dir.glob("*.ipynb"))
+                if not p.name.startswith(".") and not p.is_symlink()}
+        chapters_dir = solutions_dir.parent / "chapters"
+        dirs = chapter_dirs(chapters_dir)
+        chapters = iso.FileSnapshot()
+        for d in dirs.values():
+            chapters += iso.FileSnapshot.of(d, _chapter_file, prefix=d.name)
+        titles: dict[str, str] = {}
+        for rel in chapters.names():
+            if rel.endswith("/checks.py"):
+                titles.update(_titles_from_source(chapters.read(rel)))
+        course_pkg = Path(__file__).resolve().parent
+        course_lib = iso.package_dir("course_lib")
+        if course_lib is None:
+            raise CourseError("course_lib is not installed in this Python")
+        libs = iso.FileSnapshot.of(course_pkg, prefix="course") + iso.FileSnapshot.of(course_lib, prefix="course_lib")
+        data = iso.FileSnapshot()
+        notebooks = solutions_dir.parent / "notebooks"
+        if notebooks.is_dir():
+            data = iso.FileSnapshot.of(notebooks, lambda p: p.suffix != ".ipynb" and not p.name.startswith("."))
+            if sum(len(b) for _, b, _ in data.files) > _MAX_DATA_FILES:
+                data = iso.FileSnapshot()
+        watch = iso.course_watch(solutions_dir, chapters_dir if dirs else None, [course_pkg, course_lib])
+        return cls(solutions_dir, refs, chapters, libs, data, titles, watch)
+
+    def ref_for(self, path: Path) -> tuple[str, nbformat.NotebookNode]:
+        """The solutions notebook a learner's notebook is graded against (name, notebook)."""
+        name = path.name if path.name in self.refs else None
+        if name is None and (chapter := chapter_of_name(path.name)) is not None:
+            found = [n for n in self.refs if n.startswith(f"{chapter}_")]
+            name = found[0] if len(found) == 1 else None
+        if name is None:
+            known = ", ".join(self.refs) or "none"
+            raise CourseError(
+                f"{path.name}: no solutions notebook for it in {self.solutions_dir} "
+                f"(file names must start with the chapter number, like 03_autograd.ipynb; known: {known})")
+        with self._lock:
+            if name not in self._parsed:
+                self._parsed[name] = nbformat.reads(self.refs[name].decode("utf-8"), as_version=4)
+            return name, self._parsed[name]
+
+
 # ---------------------------------------------------------------- reading
 
 
-def _read_learner(path: Path) -> nbformat.NotebookNode:
-    if not path.exists():
-        raise CourseError(f"{path}: file not found")
-    if not path.is_file():
-        raise CourseError(f"{path}: not a file")
+def _read_learner(path: Path, data: bytes | None = None) -> nbformat.NotebookNode:
+    if data is None:
+        if path.is_symlink():
+            raise CourseError(f"{path}: a symbolic link; grade the file itself")
+        if not path.exists():
+            raise CourseError(f"{path}: file not found")
+        if not path.is_file():
+            raise CourseError(f"{path}: not a file")
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise CourseError(f"{path}: cannot read it ({e})") from None
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
         raise CourseError(f"{path}: cannot read it ({e})") from None
     try:
         raw = json.loads(text)
@@ -114,34 +236,29 @@ def _read_learner(path: Path) -> nbformat.NotebookNode:
         nb = nbformat.reads(text, as_version=4)
     except Exception as e:  # noqa: BLE001 - nbformat raises many kinds
         raise CourseError(f"{path}: not a notebook nbformat can read: {e}") from None
+    if not isinstance(nb.get("cells"), list):
+        raise CourseError(f"{path}: its cells are not a list")
+    if not isinstance(nb.get("metadata"), dict):
+        nb.metadata = nbformat.NotebookNode()
     for cell in nb.cells:
+        if not isinstance(cell, dict):
+            raise CourseError(f"{path}: a cell is not a JSON object")
         if cell.get("cell_type") not in ("code", "markdown", "raw"):
             raise CourseError(f"{path}: a cell has an unknown cell_type {cell.get('cell_type')!r}")
         if not isinstance(cell.get("source", ""), str):
             raise CourseError(f"{path}: a cell's source is not text")
-        cell.setdefault("metadata", nbformat.NotebookNode())
+        if not isinstance(cell.get("metadata"), dict):
+            cell["metadata"] = nbformat.NotebookNode()
     return nb
 
 
 def _learner_chapter(nb) -> str | None:
-    chapter = nb.metadata.get("course", {}).get("chapter") if isinstance(nb.metadata.get("course"), dict) else None
+    course = nb.metadata.get("course")
+    chapter = course.get("chapter") if isinstance(course, dict) else None
     if chapter:
         return str(chapter)
     chapters = {e.split(".")[0] for c in nb.cells if (e := nbio.exercise_of(c))}
     return chapters.pop() if len(chapters) == 1 else None
-
-
-def _titles(ref, chapters: Path | None) -> dict[str, str]:
-    from .checks import chapter_checks, get_exercise
-
-    titles = {}
-    for ex in nbio.exercises(ref):
-        try:
-            chapter_checks(ex.split(".")[0], chapters)
-            titles[ex] = get_exercise(ex).title
-        except Exception:  # noqa: BLE001 - a broken check module is reported by the run itself
-            titles[ex] = ""
-    return titles
 
 
 # ---------------------------------------------------------------- graded copy
@@ -156,16 +273,38 @@ class _Plan:
     ids: list[str]  # per code cell
 
 
-def _strip_learner_cell(cell) -> None:
-    if cell.get("cell_type") == "code":
-        cell.outputs = []
-        cell.execution_count = None
-        cell.source = _NBVAL_MARKER.sub(r"\1#", cell.source)
-    md = cell.metadata
-    if "tags" in md:
-        md["tags"] = [t for t in md["tags"] if t not in NBVAL_TAGS]
-    for key in ("nbval", "widgets"):
-        md.pop(key, None)
+#: the comment markers nbval obeys (a line ``#`` ... ``NBVAL_SKIP``, with any number of ``#``)
+_NBVAL_MARKERS = ("NBVAL_", "PYTEST_VALIDATE_")
+
+
+def _strip_markers(source: str) -> str:
+    """Neutralise every nbval comment marker, however many ``#`` and whatever line break nbval sees."""
+    out = []
+    for line in source.splitlines(keepends=True):  # the same line breaks as nbval's splitlines()
+        body = line.rstrip("\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+        stripped = body.strip()
+        if stripped.startswith("#") and stripped.lstrip("#").strip().startswith(_NBVAL_MARKERS):
+            line = body[: len(body) - len(body.lstrip())] + "#" + line[len(body):]
+        out.append(line)
+    return "".join(out)
+
+
+def _learner_cell(cell, cid: str) -> nbformat.NotebookNode:
+    """The learner's cell rebuilt from its source: no outputs, nbval markers, nbval tags or other metadata."""
+    source = cell.get("source", "")
+    kind = cell.get("cell_type")
+    md = {}
+    tags = [t for t in nbio.tags(cell) if t not in NBVAL_TAGS]
+    if tags:
+        md["tags"] = tags
+    grading = cell.get("metadata", {}).get("grading")
+    if isinstance(grading, dict) and isinstance(grading.get("exercise"), str):
+        md["grading"] = {"exercise": grading["exercise"]}
+    if kind == "code":
+        return nbformat.v4.new_code_cell(_strip_markers(source), id=cid, metadata=md)
+    if kind == "markdown":
+        return nbformat.v4.new_markdown_cell(source, id=cid, metadata=md)
+    return nbformat.v4.new_raw_cell(source, id=cid, metadata=md)
 
 
 def build_graded_copy(learner, ref, replaced: dict[str, str], notes: list[str] | None = None) -> _Plan:
@@ -175,18 +314,17 @@ def build_graded_copy(learner, ref, replaced: dict[str, str], notes: list[str] |
     them (cells that timed out in an earlier run).
     """
     notes = notes if notes is not None else []
-    cells = [copy.deepcopy(c) for c in learner.cells]
     # readable, unique ids (nbformat 4.4 notebooks have none)
     seen: set[str] = set()
-    for i, c in enumerate(cells):
+    cells = []
+    for i, c in enumerate(learner.cells):
         cid = c.get("id")
-        if not cid or cid in seen or not nbio.CELL_ID_PATTERN.match(str(cid)):
+        if not isinstance(cid, str) or cid in seen or not nbio.CELL_ID_PATTERN.match(cid):
             cid = f"learner-cell-{i}"
             while cid in seen:
                 cid += "-x"
-            c["id"] = cid
         seen.add(cid)
-        _strip_learner_cell(c)
+        cells.append(_learner_cell(c, cid))
 
     ref_checks = nbio.check_cells(ref)
     ref_ids = [c.get("id") for c in ref.cells]
@@ -195,17 +333,13 @@ def build_graded_copy(learner, ref, replaced: dict[str, str], notes: list[str] |
     for rc in ref_checks:
         ex = nbio.exercise_of(rc)
         match = next((c for c in cells if c["id"] == rc.id), None)
-        how = "id"
         if match is None:
             match = next((c for c in cells if id(c) not in used and c.get("cell_type") == "code"
                           and nbio.exercise_of(c) == ex and "check" in nbio.tags(c)), None)
-            how = "exercise"
         if match is not None:
             used.add(id(match))
             if match.get("source", "").strip() != rc.source.strip() or match.get("cell_type") != "code":
                 notes.append(f"{ex}: your check cell was edited; the original was restored")
-            elif how == "exercise":
-                pass  # cut and pasted (new id): nothing to tell
         else:
             notes.append(f"{ex}: the check cell was missing; it was put back")
         placed.append((rc, match))
@@ -217,10 +351,11 @@ def build_graded_copy(learner, ref, replaced: dict[str, str], notes: list[str] |
             c.metadata.pop("grading", None)
 
     def graded_check(rc):
-        g = copy.deepcopy(rc)
-        g.source = CHECK_IMPORT + rc.source
+        g = nbformat.v4.new_code_cell(CHECK_IMPORT + rc.source, id=rc.id)
+        g.outputs = copy.deepcopy(rc.outputs)
         g.execution_count = rc.execution_count or 1
-        g.metadata["tags"] = ["check", "nbval-check-output"]
+        g.metadata = nbformat.NotebookNode({"tags": ["check", "nbval-check-output"],
+                                            "grading": copy.deepcopy(rc.metadata["grading"])})
         return g
 
     ref_solution_ids = {c.id: nbio.exercise_of(c) for c in ref.cells if nbio.is_solution(c)}
@@ -295,6 +430,16 @@ class _Run:
     finished: bool
     collect_error: str | None
     log: str
+    stopped_by: str | None = None  # "cell" (no answer within the cell's budget) or "notebook" (total time)
+    current: int | None = None  # code cell running when the run ended
+    forged: int = 0  # lines on the results channel without the run's nonce
+
+    @property
+    def lost_at(self) -> int | None:
+        """The cell that was running when the run died without finishing (not stopped by us)."""
+        if self.finished or self.stopped_by is not None:
+            return None
+        return self.current
 
 
 def _cell_num(nodeid: str) -> int | None:
@@ -302,93 +447,147 @@ def _cell_num(nodeid: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _import_paths() -> list[str]:
-    """Folders that make this `course` package and its `course_lib` importable in the grading run."""
-    import importlib.util
-
-    paths = [Path(__file__).resolve().parents[1]]
-    spec = importlib.util.find_spec("course_lib")
-    if spec is not None and spec.origin:
-        paths.append(Path(spec.origin).resolve().parents[1])
-    return list(dict.fromkeys(str(p) for p in paths))
+def _tail(path: Path, size: int = 8192) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, 2) - size))
+            return f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
-def _run_pytest(graded: Path, timeout: float, workdir: Path, chapters: Path | None) -> _Run:
-    events = workdir / "events.jsonl"
-    events.write_text("")
-    ini = workdir / "pytest.ini"
+def _stop(proc: subprocess.Popen) -> None:
+    """Ask the supervisor to end the run (it kills the run's processes); force it if it does not."""
+    try:
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        pass
+    iso.kill_group(proc.pid)
+    proc.wait()
+
+
+def _run_pytest(nb: nbformat.NotebookNode, name: str, snap: CourseSnapshot, limits: Limits,
+                run_dir: Path, deadline: float) -> _Run:
+    """Run the graded copy `nb` once, in `run_dir`, until it ends or a time limit is reached."""
+    lib, nbdir = run_dir / "lib", run_dir / "nb"
+    snap.libs.write(lib)
+    chapters = None
+    if snap.chapters.files:
+        chapters = run_dir / "chapters"
+        snap.chapters.write(chapters)
+    snap.data.write(nbdir)
+    nbdir.mkdir(parents=True, exist_ok=True)
+    (nbdir / name).write_text(nbio.dumps(nb), encoding="utf-8")
+    ini = run_dir / "pytest.ini"
     ini.write_text("[pytest]\n")
-    cmd = [sys.executable, "-m", "pytest", graded.name,
-           "--nbval-lax", "--nbval-current-env", f"--nbval-cell-timeout={timeout:g}",
-           "--noconftest", "-c", str(ini), "--rootdir", str(graded.parent),
+    marker, nonce = secrets.token_hex(8), secrets.token_hex(16)
+    env = iso.kernel_env(run_dir, lib, chapters, marker)
+    env[_LIMITS_ENV] = json.dumps({"memory_mb": limits.memory_mb, "processes": limits.processes,
+                                   "file_size_mb": limits.file_size_mb,
+                                   "max_output": int(limits.output_mb * 1e6)})
+    read_fd, write_fd = os.pipe()
+    nonce_r, nonce_w = os.pipe()
+    os.write(nonce_w, f"{nonce}\n".encode())
+    os.close(nonce_w)
+    env[_FD_ENV] = str(write_fd)
+    cmd = [sys.executable, "-I", "-S", str(lib / "course" / "_supervisor.py"), str(write_fd), str(os.getpid()), "--",
+           sys.executable, "-m", "pytest", name,
+           "--nbval-lax", "--nbval-current-env", f"--nbval-cell-timeout={limits.cell_timeout:g}",
+           "--noconftest", "-c", str(ini), "--rootdir", str(nbdir),
            "-p", "no:cacheprovider", "-p", "course._pytest_plugin",
            # plugins a notebook run never needs; each costs start-up time
            "-p", "no:xdist", "-p", "no:hypothesispytest",
-           "-q", "--color=no", "-o", "console_output_style=classic"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    # One BLAS/OpenMP thread per kernel: grading runs several kernels side by side on small
-    # machines, and oversubscribed BLAS threads make small matrix products far slower.
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        env.setdefault(var, "1")
-    env["COURSE_GRADER_EVENTS"] = str(events)
-    env["PYTHONPATH"] = os.pathsep.join(_import_paths() + [p for p in [os.environ.get("PYTHONPATH")] if p])
-    if chapters is not None:  # the checks of the same course as the solutions
-        env[CHAPTERS_ENV] = str(chapters)
-    env.setdefault("MPLBACKEND", "Agg")
-    log_path = workdir / "pytest.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, cwd=graded.parent, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        killed_at = None
-        budget_cell = timeout + NBVAL_OUTPUT_TIMEOUT + 10
-        last_change, last_size, current = time.monotonic(), -1, None
-        while proc.poll() is None:
-            time.sleep(0.05)
-            size = events.stat().st_size
-            if size != last_size:
-                last_size, last_change = size, time.monotonic()
-                current = None
-                for line in events.read_text(encoding="utf-8").splitlines():
-                    ev = json.loads(line)
-                    if ev["event"] == "start":
-                        current = _cell_num(ev["nodeid"])
-                    elif ev["event"] in ("report", "finish"):
-                        if ev["event"] == "finish" or ev.get("when") == "call":
-                            current = None
-            quiet = time.monotonic() - last_change
-            # backstop: nbval's own timeout did not stop the cell (output keeps
-            # coming, or the kernel does not answer), or the start-up hangs
-            if quiet > (budget_cell if current is not None else 120):
-                killed_at = current
-                _kill(proc)
-                break
+           "-q", "--tb=no", "--color=no", "-o", "console_output_style=classic"]
+    log_path = run_dir / "pytest.log"
     reports: dict[int, dict] = {}
     started: list[int] = []
-    finished, collect_error = False, None
-    for line in events.read_text(encoding="utf-8").splitlines():
-        ev = json.loads(line)
-        if ev["event"] == "start":
-            n = _cell_num(ev["nodeid"])
-            if n is not None:
-                started.append(n)
-        elif ev["event"] == "report":
+    finished, collect_error, forged = False, None, 0
+    killed_at, stopped_by, current = None, None, None
+    nonce_prefix = nonce.encode() + b" "
+    try:
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(cmd, cwd=nbdir, env=env, stdin=nonce_r, stdout=log, stderr=subprocess.STDOUT,
+                                    pass_fds=(write_fd,), start_new_session=True)
+    finally:
+        os.close(write_fd)
+        os.close(nonce_r)
+
+    def handle(line: bytes) -> None:
+        nonlocal finished, collect_error, forged, current
+        if not line.startswith(nonce_prefix):
+            forged += 1
+            return
+        try:
+            ev = json.loads(line[len(nonce_prefix):])
+        except ValueError:
+            forged += 1
+            return
+        kind = ev.get("event")
+        if kind == "start":
+            current = _cell_num(ev.get("nodeid", ""))
+            if current is not None:
+                started.append(current)
+        elif kind == "report":
             n = ev.get("cell_num")
             if n is not None and (n not in reports or reports[n]["outcome"] == "passed"):
                 reports[n] = ev
-        elif ev["event"] == "collect_error":
-            collect_error = ev["message"]
-        elif ev["event"] == "finish":
-            finished = True
-    return _Run(reports, started, killed_at, finished, collect_error,
-                log_path.read_text(encoding="utf-8", errors="replace"))
+            if ev.get("when") == "call":
+                current = None
+        elif kind == "collect_error":
+            collect_error = ev.get("message", "")
+        elif kind == "finish":
+            finished, current = True, None
 
-
-def _kill(proc: subprocess.Popen) -> None:
+    budget_cell = limits.cell_timeout + NBVAL_OUTPUT_TIMEOUT + 10
+    sel = selectors.DefaultSelector()
+    sel.register(read_fd, selectors.EVENT_READ)
+    buf = b""
+    eof = False
+    last_event = time.monotonic()
+    exited_at = None
     try:
-        os.killpg(proc.pid, signal.SIGKILL)  # pytest and its kernel
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
-    proc.wait()
+        while True:
+            if not eof and sel.select(timeout=0.05):
+                chunk = os.read(read_fd, 1 << 16)
+                if not chunk:
+                    eof = True
+                else:
+                    last_event = time.monotonic()
+                    buf += chunk
+                    *lines, buf = buf.split(b"\n")
+                    for line in lines:
+                        handle(line)
+                    if len(buf) > _MAX_EVENT_LINE:
+                        forged, buf = forged + 1, b""
+            elif eof:
+                time.sleep(0.05)
+            now = time.monotonic()
+            if proc.poll() is not None:
+                exited_at = exited_at or now
+                if eof or now - exited_at > 2:
+                    break
+                continue
+            if now > deadline:
+                stopped_by, killed_at = "notebook", None
+                _stop(proc)
+                break
+            # backstop: nbval's own timeout did not stop the cell (output keeps
+            # coming, or the kernel does not answer), or the start-up hangs
+            if now - last_event > (budget_cell if current is not None else 120):
+                stopped_by, killed_at = "cell", current
+                _stop(proc)
+                break
+    finally:
+        sel.close()
+        if proc.poll() is None:
+            _stop(proc)
+        proc.wait()
+        iso.kill_group(proc.pid)
+        iso.kill_marked(marker)
+        os.close(read_fd)
+    return _Run(reports, started, killed_at, finished, collect_error, _tail(log_path),
+                stopped_by=stopped_by, current=current, forged=forged)
 
 
 # ---------------------------------------------------------------- verdicts
@@ -421,35 +620,78 @@ def _is_timeout(rep: dict) -> bool:
 
 
 def _is_kernel_lost(rep: dict) -> bool:
-    return "waiting for output" in rep.get("message", "")
+    return rep.get("exc_type") == "KernelDied" or "waiting for output" in rep.get("message", "")
 
 
-def _verdicts(plan: _Plan, run: _Run, ref, titles, timed_out: dict[str, str], notes: list[str]) -> list[ExerciseResult]:
+KERNEL_DIED = ("the Python kernel died while running this cell (does the code end Python, "
+               "e.g. with os._exit(), or crash it?)")
+
+
+def _stopped_cells(plan: _Plan, run: _Run, limits: Limits) -> dict[str, tuple[str, str]]:
+    """Cells this run had to stop, by id: (status for their exercise, why)."""
+    new: dict[str, tuple[str, str]] = {}
+    t = f"{limits.cell_timeout:g}"
+    for n, rep in run.reports.items():
+        if rep.get("xfail") or n >= len(plan.ids):
+            continue
+        cid = plan.ids[n]
+        if rep.get("exc_type") == "OutputTooLarge":
+            new[cid] = (ERROR, f"the cell's output passed the limit of {limits.output_mb:g} MB; it was stopped")
+        elif _is_kernel_lost(rep):
+            new[cid] = (ERROR, KERNEL_DIED)
+        elif _is_timeout(rep) and "Failed to interrupt" in rep.get("message", ""):
+            new[cid] = (TIMEOUT, f"a cell ran longer than {t} s and could not be interrupted "
+                                 "(does it catch KeyboardInterrupt?)")
+        elif _is_timeout(rep):
+            new[cid] = (TIMEOUT, f"a cell ran longer than {t} s (an infinite loop?)")
+    if run.killed_at is not None and run.killed_at < len(plan.ids):
+        new[plan.ids[run.killed_at]] = (TIMEOUT, f"a cell ran longer than {t} s and could not be "
+                                                 "interrupted (does it catch KeyboardInterrupt?)")
+    if run.stopped_by == "notebook" and run.current is not None and run.current < len(plan.ids):
+        new[plan.ids[run.current]] = (TIMEOUT, f"the notebook ran longer than {limits.notebook_timeout:g} s "
+                                               "in total (the notebook time limit); it was stopped in this cell")
+    if run.lost_at is not None and run.lost_at < len(plan.ids):
+        new.setdefault(plan.ids[run.lost_at], (ERROR, "the grading run was killed while this cell ran "
+                                                      "(does the code kill processes?)"))
+    return new
+
+
+def _verdicts(plan: _Plan, run: _Run, ref, titles, stopped: dict[str, tuple[str, str]],
+              limits: Limits) -> list[ExerciseResult]:
     results = []
-    by_id = {cid: n for n, cid in enumerate(plan.ids)}
     check_points = {nbio.exercise_of(c): int(c.metadata["grading"].get("points", 1)) for c in nbio.check_cells(ref)}
     for ex in nbio.exercises(ref):
         pts = check_points[ex]
         title = titles.get(ex, "")
 
         def result(status, message=""):
+            if status != PASS and "MemoryError" in message:
+                message += f"\n(when grading, the notebook may use {limits.memory_mb} MB of memory)"
             return ExerciseResult(ex, title, status, pts if status == PASS else 0, pts, message.strip())
 
         sol_cells = [n for n, (role, e) in enumerate(plan.roles) if role == "solution" and e == ex]
         chk = next(n for n, (role, e) in enumerate(plan.roles) if role == "check" and e == ex)
         mine = [plan.ids[n] for n in sol_cells + [chk]]
-        hit = [cid for cid in mine if cid in timed_out]
+        hit = [cid for cid in mine if cid in stopped]
         if hit:
-            results.append(result(*_timeout_verdict(timed_out[hit[0]])))
+            results.append(result(*stopped[hit[0]]))
             continue
         rep = run.reports.get(chk)
         sol_reps = [run.reports[n] for n in sol_cells if n in run.reports and run.reports[n]["outcome"] == "failed"]
         if rep is None:
-            results.append(result(ERROR, "not graded: the grading run stopped before this check ran"
-                                  + (f"\n{run.collect_error}" if run.collect_error else "")))
+            if run.stopped_by == "notebook":
+                results.append(result(TIMEOUT, f"not graded: the notebook reached its time limit of "
+                                               f"{limits.notebook_timeout:g} s before this check ran"))
+            else:
+                results.append(result(ERROR, "not graded: the grading run stopped before this check ran"
+                                      + (f"\n{run.collect_error}" if run.collect_error else "")))
             continue
         if rep["outcome"] == "passed" and not rep.get("xfail"):
-            results.append(result(PASS))
+            if rep.get("reply") == "ok":
+                results.append(result(PASS))
+            else:
+                results.append(result(ERROR, f"the check did not finish normally (the kernel replied "
+                                             f"{rep.get('reply')!r})"))
             continue
         if rep.get("xfail"):
             results.append(result(ERROR, "not graded: an earlier cell timed out too often"))
@@ -467,11 +709,12 @@ def _verdicts(plan: _Plan, run: _Run, ref, titles, timed_out: dict[str, str], no
         if rep.get("message", "").startswith("Cell outputs differ"):
             expected = next((o.get("text", "") for o in next(c for c in nbio.check_cells(ref) if nbio.exercise_of(c) == ex).outputs
                              if o.get("output_type") == "stream"), "")
-            results.append(result(ERROR, f"the check printed {rep.get('stdout', '').strip()!r} but the solutions "
-                                  f"expect {expected.strip()!r}: are course_lib and solutions/ from the same version?"))
+            results.append(result(ERROR, f"the check printed {rep.get('stdout', '').strip()[:500]!r} but the "
+                                  f"solutions expect {expected.strip()!r}: are course_lib and solutions/ from the "
+                                  "same version?"))
             continue
         if _is_kernel_lost(rep) or rep.get("exc_type") == "RuntimeError":
-            results.append(result(ERROR, "the Python kernel died while checking (does your code exit Python?)"))
+            results.append(result(ERROR, KERNEL_DIED))
             continue
         earlier = [n for n in range(chk) if n in run.reports and run.reports[n]["outcome"] == "failed"
                    and plan.roles[n][0] == "other"]
@@ -482,121 +725,163 @@ def _verdicts(plan: _Plan, run: _Run, ref, titles, timed_out: dict[str, str], no
     return results
 
 
-def _timeout_verdict(reason: str) -> tuple[str, str]:
-    return (ERROR, reason) if reason.startswith("the Python kernel") else (TIMEOUT, reason)
+def _cell_notes(plan: _Plan, run: _Run, stopped: dict[str, tuple[str, str]]) -> list[str]:
+    notes = []
+    for n, (role, _ex) in enumerate(plan.roles):
+        rep = run.reports.get(n)
+        if role == "other" and plan.ids[n] in stopped:
+            notes.append(f"code cell {n + 1} (id {plan.ids[n]}): {stopped[plan.ids[n]][1]}; it was skipped")
+        elif role == "other" and rep is not None and rep["outcome"] == "failed" and not rep.get("xfail"):
+            first = _error_text(rep, last=1)
+            notes.append(f"code cell {n + 1} (id {plan.ids[n]}) raised an error: {first}")
+    return notes
 
 
 # ---------------------------------------------------------------- grading
 
 
 def grade_notebook(path: str | Path, solutions_dir: str | Path | None = None, timeout: float = 30,
-                   keep: bool = False) -> NotebookResult:
-    """Grade one learner notebook; never raises (problems become `error`)."""
+                   keep: bool = False, *, limits: Limits | None = None, snapshot: CourseSnapshot | None = None,
+                   data: bytes | None = None, watch: iso.Watch | None = None) -> NotebookResult:
+    """Grade one learner notebook; never raises (problems become `error`).
+
+    `snapshot` is what was read from the course (taken here if not given); `data` the notebook's
+    bytes if already read; `watch` what to fingerprint before and after (default: the snapshot's).
+    `keep` leaves the private folder of the run in place (for debugging).
+    """
     path = Path(path)
+    limits = limits or Limits(cell_timeout=timeout)
     t0 = time.monotonic()
     result = NotebookResult(str(path))
     try:
-        _grade(path, Path(solutions_dir) if solutions_dir else None, timeout, keep, result)
+        if snapshot is None:
+            snapshot = CourseSnapshot.take(Path(solutions_dir) if solutions_dir else find_solutions_dir(path.parent))
+        _grade(path, data, snapshot, limits, keep, result, watch or snapshot.watch)
     except CourseError as e:
         result.error = str(e)
         result.exercises = []
     except Exception as e:  # noqa: BLE001 - the grader reports, it does not crash
-        result.error = f"internal grader error ({type(e).__name__}: {e}); please report it"
+        result.error = f"internal grader error ({type(e).__name__}: {str(e)[:500]}); please report it"
         result.exercises = []
     result.seconds = round(time.monotonic() - t0, 2)
     return result
 
 
-def _grade(path: Path, solutions_dir: Path | None, timeout: float, keep: bool, result: NotebookResult) -> None:
-    learner = _read_learner(path)
-    solutions_dir = solutions_dir or find_solutions_dir(path.parent)
-    ref_path = solution_for(path, solutions_dir)
-    ref = nbio.read(ref_path)
-    chapter = ref.metadata.get("course", {}).get("chapter") or chapter_of_name(ref_path.name)
+def _grade(path: Path, data: bytes | None, snap: CourseSnapshot, limits: Limits, keep: bool,
+           result: NotebookResult, watch: iso.Watch) -> None:
+    learner = _read_learner(path, data)
+    ref_name, ref = snap.ref_for(path)
+    course_md = ref.metadata.get("course", {})
+    chapter = (course_md.get("chapter") if isinstance(course_md, dict) else None) or chapter_of_name(ref_name)
     result.chapter = chapter
     theirs = _learner_chapter(learner)
     if theirs is not None and chapter is not None and theirs != chapter:
         raise CourseError(
             f"{path}: this is the notebook of chapter {theirs}, not of chapter {chapter} "
-            f"({ref_path.name}); grade it under its own name (e.g. {theirs}_....ipynb)"
+            f"({ref_name}); grade it under its own name (e.g. {theirs}_....ipynb)"
         )
     if not nbio.check_cells(ref):
-        raise CourseError(f"{ref_path}: the solutions notebook has no check cells")
-    chapters = solutions_dir.parent / "chapters"
-    chapters = chapters.resolve() if chapter_dirs(chapters) else None
-    titles = _titles(ref, chapters)
+        raise CourseError(f"{snap.solutions_dir / ref_name}: the solutions notebook has no check cells")
 
-    token = secrets.token_hex(4)
-    graded = path.absolute().parent / f".{path.stem}.{token}.graded.ipynb"
-    workdir = Path(tempfile.mkdtemp(prefix=".grading-"))
-    timed_out: dict[str, str] = {}  # graded-copy cell id -> reason
+    before = watch.state()
+    deadline = time.monotonic() + limits.notebook_timeout
+    work = Path(tempfile.mkdtemp(prefix="course-grade-"))  # mode 0700
+    stopped: dict[str, tuple[str, str]] = {}  # graded-copy cell id -> (status, reason)
     replaced: dict[str, str] = {}
     ref_solutions = {nbio.exercise_of(c): c for c in ref.cells if nbio.is_solution(c)}
+    forged = 0
     try:
         for attempt in range(MAX_RERUNS + 1):
             notes: list[str] = []
             plan = build_graded_copy(learner, ref, replaced, notes)
-            try:
-                graded.write_text(nbio.dumps(plan.nb), encoding="utf-8")
-            except OSError as e:
-                raise CourseError(f"{path}: cannot write the graded copy next to it ({e})") from None
-            run = _run_pytest(graded, timeout, workdir, chapters)
-            if not run.reports and not run.started:
+            run_dir = work / f"run{attempt}"
+            run_dir.mkdir()
+            run = _run_pytest(plan.nb, ref_name, snap, limits, run_dir, deadline)
+            forged += run.forged
+            if not keep:
+                shutil.rmtree(run_dir, ignore_errors=True)
+            if not run.reports and not run.started and run.stopped_by is None:
                 tail = "\n".join(run.log.strip().splitlines()[-8:])
                 raise CourseError(f"{path}: the grading run did not start:\n{run.collect_error or tail}")
-            new = {}
-            for n, rep in run.reports.items():
-                if rep.get("xfail"):
-                    continue
-                if _is_timeout(rep) and "Failed to interrupt" in rep.get("message", ""):
-                    new[plan.ids[n]] = (f"a cell ran longer than {timeout:g} s and could not be interrupted "
-                                        "(does it catch KeyboardInterrupt?)")
-                elif _is_timeout(rep):
-                    new[plan.ids[n]] = f"a cell ran longer than {timeout:g} s (an infinite loop?)"
-                elif _is_kernel_lost(rep):
-                    new[plan.ids[n]] = "the Python kernel died or stopped answering while running this code"
-            if run.killed_at is not None:
-                new[plan.ids[run.killed_at]] = (f"a cell ran longer than {timeout:g} s and could not be "
-                                                "interrupted (does it catch KeyboardInterrupt?)")
-            new = {k: v for k, v in new.items() if k not in timed_out}
-            if not new or attempt == MAX_RERUNS:
+            new = {k: v for k, v in _stopped_cells(plan, run, limits).items() if k not in stopped}
+            stopped.update(new)
+            if not new or attempt == MAX_RERUNS or run.stopped_by == "notebook":
                 break
-            timed_out.update(new)
             for cid in new:
-                n = plan.ids.index(cid)
-                role, ex = plan.roles[n]
+                role, ex = plan.roles[plan.ids.index(cid)]
                 if role == "solution" and ex in ref_solutions:
                     replaced[cid] = stub_source(ref_solutions[ex].source)
                 else:
                     replaced[cid] = "pass"
-        timed_out.update(new)
-        result.notes = notes + _cell_notes(plan, run, timed_out)
-        result.exercises = _verdicts(plan, run, ref, titles, timed_out, result.notes)
+        result.notes = notes + _cell_notes(plan, run, stopped)
+        result.exercises = _verdicts(plan, run, ref, snap.titles, stopped, limits)
     finally:
         if not keep:
-            graded.unlink(missing_ok=True)
-            shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            result.notes.append(f"the grading runs were kept in {work}")
+        changed = iso.Watch.changed(before, watch.state())
+        if changed:
+            shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
+            result.warnings.append(f"files changed on disk while this notebook was graded: {shown} "
+                                   "(this grading used the copies read before it started)")
+        if forged:
+            result.warnings.append(f"{forged} line(s) on the grader's results channel did not come from the "
+                                   "grader (a forgery attempt?); they were ignored")
 
 
-def _cell_notes(plan: _Plan, run: _Run, timed_out: dict[str, str]) -> list[str]:
-    notes = []
-    for n, (role, _ex) in enumerate(plan.roles):
-        rep = run.reports.get(n)
-        if role == "other" and rep is not None and rep["outcome"] == "failed" and not rep.get("xfail") \
-                and plan.ids[n] not in timed_out:
-            first = _error_text(rep, last=1)
-            notes.append(f"code cell {n + 1} (id {plan.ids[n]}) raised an error: {first}")
-        elif role == "other" and plan.ids[n] in timed_out:
-            notes.append(f"code cell {n + 1} (id {plan.ids[n]}): {timed_out[plan.ids[n]]}; it was skipped")
-    return notes
+def snapshots_for(paths: list[Path], solutions_dir: Path | None) -> dict[Path, CourseSnapshot | CourseError]:
+    """The course snapshot each notebook is graded with (one per solutions folder), all taken now."""
+    by_dir: dict[Path, CourseSnapshot | CourseError] = {}
+    out: dict[Path, CourseSnapshot | CourseError] = {}
+    for p in paths:
+        try:
+            d = Path(solutions_dir) if solutions_dir else find_solutions_dir(Path(p).parent)
+            d = d.resolve()
+            if d not in by_dir:
+                by_dir[d] = CourseSnapshot.take(d)
+            out[p] = by_dir[d]
+        except CourseError as e:
+            out[p] = e
+    return out
 
 
-def grade_many(paths: list[Path], solutions_dir: Path | None, timeout: float, jobs: int) -> list[NotebookResult]:
-    """Grade notebooks in parallel, one notebook per worker (never split)."""
+def grade_many(paths: list[Path], solutions_dir: Path | None, timeout: float, jobs: int, *,
+               limits: Limits | None = None,
+               on_result: Callable[[Path, NotebookResult], None] | None = None) -> list[NotebookResult]:
+    """Grade notebooks in parallel, one notebook per worker (never split); results in the order of `paths`.
+
+    Before any notebook runs, the course (answer key, checks, libraries) and every notebook are read
+    into memory: a notebook's run cannot change what another is graded against, nor the other's
+    submission. `on_result` is called (from a worker thread, one call at a time) as each result arrives.
+    """
+    paths = [Path(p) for p in paths]
+    limits = limits or Limits(cell_timeout=timeout)
+    snaps = snapshots_for(paths, solutions_dir)
+    data: dict[int, bytes | None] = {}
+    for i, p in enumerate(paths):
+        try:
+            data[i] = p.read_bytes() if p.is_file() and not p.is_symlink() else None
+        except OSError:
+            data[i] = None
+    lock = threading.Lock()
+
+    def one(i: int) -> NotebookResult:
+        p, snap = paths[i], snaps[paths[i]]
+        if isinstance(snap, CourseError):
+            res = NotebookResult(str(p), error=str(snap))
+        else:
+            watch = iso.Watch(snap.watch.hashed, snap.watch.stat_roots + [q for q in paths if q.is_file()])
+            res = grade_notebook(p, limits=limits, snapshot=snap, data=data[i], watch=watch)
+        if on_result is not None:
+            with lock:
+                on_result(p, res)
+        return res
+
     if jobs <= 1 or len(paths) <= 1:
-        return [grade_notebook(p, solutions_dir, timeout) for p in paths]
+        return [one(i) for i in range(len(paths))]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(lambda p: grade_notebook(p, solutions_dir, timeout), paths))
+        return list(pool.map(one, range(len(paths))))
 
 
 # ---------------------------------------------------------------- reporting
@@ -605,6 +890,8 @@ def grade_many(paths: list[Path], solutions_dir: Path | None, timeout: float, jo
 def scoreboard(res: NotebookResult, max_lines: int = 6) -> str:
     head = f"{res.path}" + (f"  (chapter {res.chapter})" if res.chapter else "")
     lines = [head]
+    for w in res.warnings:
+        lines.append(f"  WARNING  {w}")
     if res.error:
         lines.append(f"  ERROR  {res.error}")
         return "\n".join(lines)

@@ -199,13 +199,25 @@ def read(path: str | Path) -> NotebookNode:
     return nbformat.read(str(path), as_version=4)
 
 
+def _metadata(cell) -> dict:
+    md = cell.get("metadata")
+    return md if isinstance(md, dict) else {}
+
+
 def tags(cell) -> list[str]:
-    return list(cell.get("metadata", {}).get("tags", []) or [])
+    """The cell's tags; a learner's file may hold a single tag as a string (or junk): never a crash."""
+    raw = _metadata(cell).get("tags")
+    if isinstance(raw, str):
+        return [raw]
+    if isinstance(raw, (list, tuple)):
+        return [t for t in raw if isinstance(t, str)]
+    return []
 
 
 def exercise_of(cell) -> str | None:
-    g = cell.get("metadata", {}).get("grading")
-    return g.get("exercise") if isinstance(g, dict) else None
+    g = _metadata(cell).get("grading")
+    ex = g.get("exercise") if isinstance(g, dict) else None
+    return ex if isinstance(ex, str) else None
 
 
 def is_check(cell) -> bool:

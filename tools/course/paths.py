@@ -2,8 +2,9 @@
 
 Both folders sit at the top of the course's checkout. They are looked for above a given folder
 (the notebook being graded), above the current directory, then in the checkout this package
-was installed from (``pip install -e tools``). Light on purpose: the check runtime imports it in
-every notebook.
+was installed from (``pip install -e tools``). A learner's release (``course release``) has
+``key/`` instead of ``solutions/``: the same notebooks with every solution cell stubbed, which
+is all the grader needs. Light on purpose: the check runtime imports it in every notebook.
 """
 from __future__ import annotations
 
@@ -22,12 +23,14 @@ class CourseError(Exception):
 #: environment variable naming the chapters/ folder; the grader sets it for the kernels it starts
 CHAPTERS_ENV = "COURSE_CHAPTERS"
 _CHAPTER_DIR = re.compile(r"^(\d\d)_\w+$")
+#: folders holding the answer key, in order of preference: the full course's solutions/, a release's key/
+KEY_DIRS = ("solutions", "key")
 
 
 def repo_root() -> Path | None:
-    """The checkout this package was installed from (editable install), if any."""
+    """The checkout (or release) this package was installed from (editable install), if any."""
     root = Path(__file__).resolve().parents[2]
-    return root if (root / "solutions").is_dir() else None
+    return root if any((root / name).is_dir() for name in KEY_DIRS) else None
 
 
 def _candidates(near: Path | None) -> list[Path]:
@@ -42,12 +45,21 @@ def _candidates(near: Path | None) -> list[Path]:
     return out
 
 
-def find_solutions_dir(near: Path | None = None) -> Path:
-    """`solutions/` of the course: looked for above `near`, above the current
-    directory, then in the checkout this package was installed from."""
+def find_solutions_dir(near: Path | None = None, exclude: Path | None = None) -> Path:
+    """`solutions/` of the course (or `key/` of a release): looked for above `near`, above the
+    current directory, then in the checkout this package was installed from.
+
+    Folders inside `exclude` are never used (``course grade --batch``: never a folder under the
+    submissions, where a student could have put one).
+    """
+    banned = exclude.resolve() if exclude is not None else None
     for d in _candidates(near):
-        if (d / "solutions").is_dir() and any((d / "solutions").glob("*.ipynb")):
-            return d / "solutions"
+        for name in KEY_DIRS:
+            key = d / name
+            if banned is not None and (key.resolve() == banned or banned in key.resolve().parents):
+                continue
+            if key.is_dir() and any(key.glob("*.ipynb")):
+                return key
     raise CourseError("cannot find the course's solutions/ folder; pass --solutions DIR")
 
 
@@ -63,11 +75,12 @@ def find_chapters_dir(near: Path | None = None) -> Path:
 
 
 def chapter_dirs(chapters: Path) -> dict[str, Path]:
-    """``{"03": chapters/03_autograd, ...}``: the folders ``NN_name`` that hold a ``notebook.py``."""
+    """``{"03": chapters/03_autograd, ...}``: the folders ``NN_name`` that hold a ``notebook.py``
+    (the chapter's source) or a ``checks.py`` (a release's chapters/ has only the checks)."""
     found: dict[str, Path] = {}
     for d in sorted(chapters.iterdir()) if chapters.is_dir() else []:
         m = _CHAPTER_DIR.match(d.name)
-        if m and (d / "notebook.py").is_file():
+        if m and ((d / "notebook.py").is_file() or (d / "checks.py").is_file()):
             if m.group(1) in found:
                 raise CourseError(f"{chapters}: two folders for chapter {m.group(1)}: "
                                   f"{found[m.group(1)].name}, {d.name}")
