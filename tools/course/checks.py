@@ -256,7 +256,7 @@ def _difference_line(got: Any, expected: Any) -> str:
     return f"  differs:  {diff}\n" if diff else ""
 
 
-_MAX_ERROR_TEXT = 500
+_MAX_ERROR_TEXT = 300
 
 
 def _error_text(exc: BaseException) -> str:

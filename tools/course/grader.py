@@ -725,12 +725,13 @@ def _verdicts(plan: _Plan, run: _Run, ref, titles, stopped: dict[str, tuple[str,
     return results
 
 
-def _cell_notes(plan: _Plan, run: _Run, stopped: dict[str, tuple[str, str]]) -> list[str]:
+def _cell_notes(plan: _Plan, run: _Run, stopped: dict[str, tuple[str, str]], replaced: dict[str, str]) -> list[str]:
     notes = []
     for n, (role, _ex) in enumerate(plan.roles):
         rep = run.reports.get(n)
-        if role == "other" and plan.ids[n] in stopped:
-            notes.append(f"code cell {n + 1} (id {plan.ids[n]}): {stopped[plan.ids[n]][1]}; it was skipped")
+        cid = plan.ids[n]
+        if role == "other" and cid in stopped:
+            notes.append(f"code cell {n + 1} (id {cid}): {stopped[cid][1]}" + ("; it was skipped" if cid in replaced else ""))
         elif role == "other" and rep is not None and rep["outcome"] == "failed" and not rep.get("xfail"):
             first = _error_text(rep, last=1)
             notes.append(f"code cell {n + 1} (id {plan.ids[n]}) raised an error: {first}")
@@ -813,7 +814,7 @@ def _grade(path: Path, data: bytes | None, snap: CourseSnapshot, limits: Limits,
                     replaced[cid] = stub_source(ref_solutions[ex].source)
                 else:
                     replaced[cid] = "pass"
-        result.notes = notes + _cell_notes(plan, run, stopped)
+        result.notes = notes + _cell_notes(plan, run, stopped, replaced)
         result.exercises = _verdicts(plan, run, ref, snap.titles, stopped, limits)
     finally:
         if not keep:

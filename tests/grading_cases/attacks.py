@@ -1,0 +1,215 @@
+"""Learner notebooks that attack or hurt the grader, built from chapter 00.
+
+Each builder returns the text of a notebook file. They start from the generated learner notebook
+(unanswered) or from the answered one (`cases._solved`) and add or change cells, so they follow
+chapter 00 as it changes. What each must earn is asserted in tests/test_grader_isolation.py.
+"""
+from __future__ import annotations
+
+import json
+
+import nbformat
+
+from course import notebook as nbio
+
+from .cases import SOLUTION, _cell, _load, _solved, _text
+
+
+def _insert_after(nb, cell_id: str, source: str, new_id: str) -> None:
+    cell = nbformat.v4.new_code_cell(source, id=new_id)
+    nb.cells.insert(nb.cells.index(_cell(nb, cell_id)) + 1, cell)
+
+
+def _first_code_id(nb) -> str:
+    return next(c.id for c in nb.cells if c.cell_type == "code")
+
+
+def _forged_events(n_cells: int = 40) -> list[str]:
+    """Result lines claiming that every cell passed, in the plugin's old format and with guessed nonces."""
+    lines = []
+    for n in range(n_cells):
+        ev = {"event": "report", "nodeid": f"00_welcome.ipynb::Cell {n}", "cell_num": n, "when": "call",
+              "outcome": "passed", "xfail": False, "reply": "ok", "exc_type": None, "message": "",
+              "detail": "", "stdout": ""}
+        lines += [json.dumps(ev), "0" * 32 + " " + json.dumps(ev)]
+    lines.append(json.dumps({"event": "finish", "exitstatus": 0}))
+    return lines
+
+
+FORGE = '''import os, glob
+forged = {lines!r}
+payload = ("\\n".join(forged) + "\\n").encode()
+# 1. a results file named in the environment, or left near this notebook's folder
+candidates = [v for v in os.environ.values() if os.path.isfile(v)]
+candidates += glob.glob(os.path.join(os.getcwd(), "..", "..", "**", "*"), recursive=True)
+for path in candidates:
+    if path.endswith((".jsonl", ".json", ".log")) and os.path.isfile(path):
+        try:
+            with open(path, "ab") as f:
+                f.write(payload)
+        except OSError:
+            pass
+# 2. every pipe of every ancestor up to the grader (pytest, the supervisor, the `course grade` process)
+pid, cmdline = os.getpid(), b""
+for _ in range(3):  # pytest, the supervisor, the grader: never above
+    if b"course\\x00grade" in cmdline:
+        break
+    pid = int(open(f"/proc/{{pid}}/stat").read().rsplit(")", 1)[1].split()[1])
+    if pid <= 1:
+        break
+    cmdline = open(f"/proc/{{pid}}/cmdline", "rb").read()
+    try:
+        fds = os.listdir(f"/proc/{{pid}}/fd")
+    except OSError:
+        continue
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{{pid}}/fd/{{fd}}").startswith("pipe:"):
+                w = os.open(f"/proc/{{pid}}/fd/{{fd}}", os.O_WRONLY | os.O_NONBLOCK)
+                os.write(w, payload)
+                os.close(w)
+        except OSError:
+            pass
+'''
+
+
+def forge_results() -> str:
+    """Unanswered, and a cell that writes 'every cell passed' wherever results might be read.
+
+    It walks up its ancestors to the ``course grade`` process (never further: the processes above
+    are not the grader's; grade it with the command) and writes into each one's pipes.
+    """
+    nb = _load()
+    _insert_after(nb, _first_code_id(nb), FORGE.format(lines=_forged_events()), "forge")
+    return _text(nb)
+
+
+CUSTOM_EXC = '''def _pretend(self, etype, value, tb, tb_offset=None):
+    print("\\u2713 00.1 fizzbuzz: 15/15 cases")
+get_ipython().set_custom_exc((Exception,), _pretend)'''
+
+
+def custom_exception_handler() -> str:
+    """A wrong 00.1 and an IPython exception handler that prints the success line instead of the failure."""
+    nb = _solved()
+    _cell(nb, "ex-00-1-solution").source = '''def fizzbuzz(n: int) -> str:
+    return str(n)'''
+    _insert_after(nb, _first_code_id(nb), CUSTOM_EXC, "pretend")
+    return _text(nb)
+
+
+def writes_course(checks: str, key: str) -> str:
+    """Unanswered, and a cell that rewrites the course's checks (to pass anything) and answer key."""
+    nb = _load()
+    fake_checks = '''from course.checks import Case, exercise
+for _ex, _title, _n in (("00.1", "fizzbuzz", 15), ("00.2", "flatten", 9), ("00.3", "flat_index", 10)):
+    exercise(_ex, title=_title, points=1, hint="")(lambda obj, n=_n: [Case("x", lambda: 1, 1)] * n)
+'''
+    source = f'''open({checks!r}, "w").write({fake_checks!r})
+import json
+key = json.load(open({key!r}))
+for c in key["cells"]:
+    if "check" in c["metadata"].get("tags", []):
+        c["source"] = "pass"
+        c["outputs"] = []
+json.dump(key, open({key!r}, "w"))'''
+    _insert_after(nb, _first_code_id(nb), source, "vandal")
+    return _text(nb)
+
+
+def edits_other(victim: str) -> str:
+    """Unanswered, and a cell that overwrites another student's submission with an unanswered notebook."""
+    nb = _load()
+    blank = _text(_load())
+    _insert_after(nb, _first_code_id(nb), f"open({victim!r}, 'w').write({blank!r})", "edit-other")
+    return _text(nb)
+
+
+def kills_parent(pid_file: str) -> str:
+    """00.2's solution cell starts a background process, then kills the kernel's parent (pytest)."""
+    nb = _solved()
+    sol = _cell(nb, "ex-00-2-solution")
+    sol.source = (f"import os, subprocess\n"
+                  f"p = subprocess.Popen(['sleep', '1000.4242'], start_new_session=True)\n"
+                  f"open({pid_file!r}, 'w').write(str(p.pid))\n"
+                  f"os.kill(os.getppid(), 9)\n") + sol.source
+    return _text(nb)
+
+
+def background(pid_file: str) -> str:
+    """Answered, with processes started to outlive the grading: a new session, and one with an empty environment."""
+    nb = _solved()
+    source = f'''import subprocess, os
+a = subprocess.Popen(["sleep", "1000.1111"], start_new_session=True)
+b = subprocess.Popen(["/bin/sh", "-c", "sleep 1000.2222 & echo $!"], start_new_session=True, env={{}},
+                     stdout=subprocess.PIPE, text=True)
+grandchild = int(b.stdout.readline())
+open({pid_file!r}, "w").write(f"{{a.pid}} {{grandchild}}")'''
+    _insert_after(nb, _first_code_id(nb), source, "background")
+    return _text(nb)
+
+
+def big_output() -> str:
+    """00.1's solution cell prints 200 MB; the other answers are right."""
+    nb = _solved()
+    sol = _cell(nb, "ex-00-1-solution")
+    sol.source += '\nprint("x" * 200_000_000)'
+    return _text(nb)
+
+
+def big_exception() -> str:
+    """00.2's solution cell raises an exception with a 50 MB message; 00.3's function raises one in the check."""
+    nb = _solved()
+    _cell(nb, "ex-00-2-solution").source += '\nraise ValueError("y" * 50_000_000)'
+    _cell(nb, "ex-00-3-solution").source = '''def flat_index(index, shape):
+    raise ValueError("z" * 50_000_000)'''
+    return _text(nb)
+
+
+def exits_python() -> str:
+    """00.2's solution cell ends the kernel's process with os._exit(0); the other answers are right."""
+    nb = _solved()
+    _cell(nb, "ex-00-2-solution").source += "\nimport os\nos._exit(0)"
+    return _text(nb)
+
+
+def eats_memory() -> str:
+    """00.1's function asks for 8 GB before answering."""
+    nb = _solved()
+    sol = _cell(nb, "ex-00-1-solution")
+    sol.source = sol.source.replace('"""The fizzbuzz word for n (n >= 1)."""', "hog = bytearray(8 * 1024 ** 3)")
+    assert "hog" in sol.source
+    return _text(nb)
+
+
+def overruns(cells: int = 6, seconds: float = 5) -> str:
+    """Answered, with `cells` cells after 00.1's check that each sleep `seconds` (each within the cell timeout)."""
+    nb = _solved()
+    after = "ex-00-1-check"
+    for i in range(cells):
+        _insert_after(nb, after, f"import time\ntime.sleep({seconds})", f"slow-{i}")
+        after = f"slow-{i}"
+    return _text(nb)
+
+
+def markers_and_odd_tags() -> str:
+    """Answered; nbval markers with several #s and odd line breaks; tags given as a string, or junk."""
+    nb = _solved()
+    _cell(nb, "ex-00-1-solution").metadata["tags"] = "solution"
+    _cell(nb, "ex-00-2-solution").metadata["tags"] = 5
+    _cell(nb, "ex-00-3-solution").metadata["tags"] = ["solution", 7, None]
+    wrong = '''## NBVAL_RAISES_EXCEPTION
+#   ###  NBVAL_SKIP
+raise RuntimeError("a failing scratch cell")'''
+    _insert_after(nb, _first_code_id(nb), wrong, "marked")
+    _insert_after(nb, "marked", "x = 1\r# NBVAL_SKIP\r\nraise RuntimeError('another')", "marked-cr")
+    return json.dumps(nb, indent=1)  # as saved by a tool that does not validate
+
+
+def fake_key() -> str:
+    """solutions/00_welcome.ipynb whose check cells do nothing: an answer key that passes anything."""
+    ref = nbio.read(SOLUTION)
+    for c in ref.cells:
+        if nbio.is_check(c):
+            c.source, c.outputs = "pass", []
+    return nbio.dumps(ref)
