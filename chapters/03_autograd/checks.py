@@ -367,9 +367,9 @@ class Var:
             _Visits.left -= 1
             if _Visits.left < 0:
                 raise TooManyVisits(
-                    f"read .parents more than {_Visits.limit} times in a graph of {_Visits.nodes} nodes: a node "
-                    f"passed its gradient on before all its users had added theirs (count the users first), "
-                    f"or once per path instead of once")
+                    f"read .parents more than {_Visits.limit} times in a graph of {_Visits.nodes} nodes: the work "
+                    f"must grow with the number of nodes (count users once, pass each gradient on once), "
+                    f"not with the number of paths")
         return self._parents
 
     def __add__(self, other):

@@ -642,9 +642,10 @@ def _conv2d_im2col(conv2d_im2col):
     return cases
 
 
-#: A vectorised im2col runs a few hundred lines of Python whatever the size (most of them in np.pad);
+#: A vectorised im2col runs a few hundred lines of Python whatever the size (most of them in np.pad; about
+#: 750 with np.einsum(..., optimize=True), which plans in Python);
 #: a Python loop over output pixels runs at least one line per pixel.
-_PIXEL_LINES_BUDGET = 2000
+_PIXEL_LINES_BUDGET = 5000
 _NO_PIXEL_LOOP = f"at most {_PIXEL_LINES_BUDGET} lines: no Python loop over the pixels"
 
 
