@@ -504,7 +504,7 @@ print("\n".join(listing.getvalue().splitlines()[:34]))
 
 # %% [markdown] id="interop-md"
 # The other way round: `from_torch.pt`, a small file written by real `torch.save` (torch 2.13.0) and shipped
-# with the course, has the same records (plus `.data/serialization_id`), in a folder named after its file, and
+# with the course, has the same records in the same order, in a folder named after its file, and
 # `course_lib.load` reads it: a `Linear(4, 2)`'s `state_dict`, a tensor `w`, its transpose `wt` (one storage),
 # and a 0-d `step`.
 
