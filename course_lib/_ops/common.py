@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from .. import _dtype as D
+from .. import _storage as _storage_mod
 from .._storage import Storage
 
 Tensor = None  # set by course_lib._tensor
@@ -59,18 +60,39 @@ def wrap(arr, dtype: D.dtype | None = None):
     if not arr.flags.c_contiguous:
         arr = arr.copy(order="C")
     shape = arr.shape
+    # Storage(flat, dtype) and _make_plain(...) written out: this runs for every op result, and the
+    # two calls cost as much as the rest of the function (the accounting is Storage.__init__'s).
+    flat = arr if len(shape) == 1 else arr.ravel()
+    st = _new_object(Storage)
+    st.data = flat
+    st.dtype = dtype
+    st.device = "cpu"
+    st._owner = None
+    st._size = n = flat.shape[0]
+    st._nbytes = nb = n * dtype.itemsize
+    ms = _mem_state
+    ms[0] += nb
+    ms[2] += 1
+    if ms[0] > ms[1]:
+        ms[1] = ms[0]
+    t = _new_object(Tensor)
+    t._storage = st
+    t._offset = 0
+    t._shape = shape
     if len(shape) == 1:
-        t = _make_plain(Storage(arr, dtype), 0, shape, (1,), dtype)
+        t._stride = (1,)
     else:
         strides = _STRIDES.get(shape)
-        if strides is None:
-            strides = contiguous_strides(shape)
-        t = _make_plain(Storage(arr.ravel(), dtype), 0, shape, strides, dtype)
+        t._stride = strides if strides is not None else contiguous_strides(shape)
+    t.dtype = dtype
     t._npc = arr
+    t._requires_grad = False
     return t
 
 
 _ndarray = np.ndarray
+_new_object = object.__new__
+_mem_state = _storage_mod._mem_state
 _make_plain = None  # set by course_lib._tensor
 
 

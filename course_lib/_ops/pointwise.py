@@ -77,6 +77,21 @@ def _apply2(fn, a, b, dt: D.dtype):
         return fn(an, bn)
 
 
+def _same_dtype(fn, a, b):
+    """``fn`` on two tensors of one dtype (the common case of add and mul: no promotion, no casts)."""
+    an = a._npc
+    if an is None:
+        an = a._np()
+    bn = b._npc
+    if bn is None:
+        bn = b._np()
+    try:
+        return wrap(fn(an, bn), a.dtype)
+    except ValueError:
+        broadcast_two(a._shape, b._shape)  # PyTorch's error message if they don't broadcast
+        raise
+
+
 def _not_for_bool(name: str, *xs) -> None:
     """PyTorch's error for integer-only kernels called on two bools (``"remainder_cpu" not implemented``)."""
     if all(_is_t(x) and x.dtype is D.bool_ or x is True or x is False for x in xs):
@@ -117,6 +132,8 @@ def _check_alpha(dt, alpha):
           inplace="add_", kind="pointwise")
 def add(self, other, alpha=1):
     """self + alpha * other, broadcasting."""
+    if alpha == 1 and isinstance(other, _T) and isinstance(self, _T) and self.dtype is other.dtype:
+        return _same_dtype(np.add, self, other)
     dt = binary_result_type(self, other)
     if alpha != 1:
         _check_alpha(dt, alpha)
@@ -171,6 +188,8 @@ def _rsub_scalar(self, other, alpha):
           kind="pointwise")
 def mul(self, other):
     """Elementwise product, broadcasting."""
+    if isinstance(other, _T) and isinstance(self, _T) and self.dtype is other.dtype:
+        return _same_dtype(np.multiply, self, other)
     dt = binary_result_type(self, other)
     return wrap(_apply2(np.multiply, self, other, dt), dt)
 
