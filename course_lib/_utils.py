@@ -15,12 +15,32 @@ them: every view passes :func:`_check_view`, and no tensor can reach outside its
 from __future__ import annotations
 
 import pickle
+import reprlib
 import threading
 
 from . import _dtype as D
 from ._size import Size
 from ._storage import Storage
 from ._tensor import Tensor
+
+
+# Python 2 names that protocol-2 pickles use (torch.save writes protocol 2), and their Python 3 names.
+IMPORT_MAPPING = {
+    "__builtin__": "builtins", "copy_reg": "copyreg", "Queue": "queue", "repr": "reprlib",
+    "_abcoll": "collections.abc", "UserDict": "collections", "UserList": "collections",
+    "UserString": "collections", "whichdb": "dbm", "StringIO": "io", "cStringIO": "io",
+}
+NAME_MAPPING = {
+    ("__builtin__", "xrange"): ("builtins", "range"), ("__builtin__", "reduce"): ("functools", "reduce"),
+    ("__builtin__", "intern"): ("sys", "intern"), ("__builtin__", "unichr"): ("builtins", "chr"),
+    ("__builtin__", "unicode"): ("builtins", "str"), ("__builtin__", "long"): ("builtins", "int"),
+    ("itertools", "izip"): ("builtins", "zip"), ("itertools", "imap"): ("builtins", "map"),
+    ("itertools", "ifilter"): ("builtins", "filter"), ("itertools", "ifilterfalse"): ("itertools", "filterfalse"),
+    ("itertools", "izip_longest"): ("itertools", "zip_longest"),
+    ("UserDict", "IterableUserDict"): ("collections", "UserDict"), ("UserList", "UserList"): ("collections", "UserList"),
+    ("UserString", "UserString"): ("collections", "UserString"), ("__builtin__", "basestring"): ("builtins", "str"),
+    ("exceptions", "StandardError"): ("builtins", "Exception"), ("UserDict", "UserDict"): ("collections", "UserDict"),
+}
 
 
 class _LoadState(threading.local):
@@ -44,6 +64,36 @@ def _type_names(values) -> str:
     """``'int, tuple, NoneType'``: how PyTorch's argument errors show what they got (no reprs: a
     value from a file may be a tensor with 2**62 elements)."""
     return ", ".join(type(v).__name__ for v in values)
+
+
+class _BriefRepr(reprlib.Repr):
+    """``repr`` for error messages about objects a file built: short, and quick to make.
+
+    A file can build a list that holds itself, or one whose repr is 2**40 characters long
+    (each level holding the previous one twice, through the memo), or a tensor of 2**62
+    elements at stride 0: the plain ``repr`` would never finish.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.maxlevel = 3
+        self.maxtuple = self.maxlist = self.maxdict = self.maxset = self.maxfrozenset = 6
+        self.maxstring, self.maxlong, self.maxother = 80, 40, 120
+
+    def repr_instance(self, x, level):
+        if isinstance(x, Tensor):
+            return f"<{type(x).__name__} of size {list(x._shape)} and dtype {x.dtype.name}>"
+        for base in (dict, list, tuple, set, frozenset):  # OrderedDict, Counter, Size, ...
+            if isinstance(x, base):
+                return f"{type(x).__name__}({getattr(self, 'repr_' + base.__name__)(x, level)})"
+        return super().repr_instance(x, level)
+
+
+def shown(x) -> str:
+    """How an error message shows an object from the file (``str`` for strings, as PyTorch's do)."""
+    if isinstance(x, str):
+        return x if len(x) <= 200 else x[:200] + "..."
+    return _BriefRepr().repr(x)
 
 
 def _int_tuple(value, what: str, fn: str = "set_") -> tuple:
@@ -220,6 +270,19 @@ def _contiguous_strides(size: tuple) -> tuple:
 
 def _is_int_sequence(v) -> bool:
     return isinstance(v, (tuple, list)) and all(type(x) is int for x in v)
+
+
+def _star_args(state) -> tuple:
+    """``*state`` in ``inst.set_(*state)``, without iterating a tensor row by row (it may have 2**62 rows)."""
+    if isinstance(state, Tensor):
+        if state.dim() == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        if state.shape[0] > 4:
+            raise TypeError(f"set_() received an invalid combination of arguments - got ({state.shape[0]} tensors)")
+    try:
+        return tuple(state)
+    except TypeError:
+        raise TypeError(f"Tensor.set_() argument after * must be an iterable, not {type(state).__name__}") from None
 
 
 def _tensor_set_(self: Tensor, *args) -> Tensor:

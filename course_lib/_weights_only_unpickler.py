@@ -39,12 +39,17 @@ briefly (a list built through the memo can have a repr of 2**40 characters).
 from __future__ import annotations
 
 import functools
-import reprlib
-import struct
-import warnings
 from collections import Counter, OrderedDict
-from pickle import UnpicklingError, decode_long
+from pickle import UnpicklingError
 from typing import Any, Callable
+
+from ._pickle_opcodes import (_ARGUMENT_BYTES, _ARGUMENT_BYTES_BY_CODE, _OPNAMES, BINUNICODE, GLOBAL, LONG1,
+                              SHORT_BINSTRING, STOP, _DataOpcodes, _end_of, _opcode_table, _read_line, _Stop,
+                              _truncated)
+from ._pickle_opcodes import MAX_SHARED_TUPLE_ITEMS, MAX_TUPLE_DEPTH  # noqa: F401 (the limits the docstring names)
+from ._tensor import Tensor
+from ._utils import IMPORT_MAPPING, NAME_MAPPING, _star_args, _tensor_set_, _tensor_setstate, shown
+from .nn.parameter import Parameter
 
 __all__ = [
     "Unpickler", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
@@ -53,31 +58,6 @@ __all__ = [
 
 #: Modules that can never be loaded, even if something from them was allowlisted.
 _blocklisted_modules = ["sys", "os", "posix", "nt"]
-
-#: Tuples deeper than this are refused (see the module docstring).
-MAX_TUPLE_DEPTH = 1000
-#: A tuple may hold (in all its levels) as many items as the pickle has bytes, plus this many more
-#: reached through references to shared tuples: hashing a tuple in which each of 60 levels holds the
-#: one below twice would visit 2**60 items.
-MAX_SHARED_TUPLE_ITEMS = 1_000_000
-
-# Python 2 names that protocol-2 pickles use (torch/_utils.py IMPORT_MAPPING / NAME_MAPPING).
-IMPORT_MAPPING = {
-    "__builtin__": "builtins", "copy_reg": "copyreg", "Queue": "queue", "repr": "reprlib",
-    "_abcoll": "collections.abc", "UserDict": "collections", "UserList": "collections",
-    "UserString": "collections", "whichdb": "dbm", "StringIO": "io", "cStringIO": "io",
-}
-NAME_MAPPING = {
-    ("__builtin__", "xrange"): ("builtins", "range"), ("__builtin__", "reduce"): ("functools", "reduce"),
-    ("__builtin__", "intern"): ("sys", "intern"), ("__builtin__", "unichr"): ("builtins", "chr"),
-    ("__builtin__", "unicode"): ("builtins", "str"), ("__builtin__", "long"): ("builtins", "int"),
-    ("itertools", "izip"): ("builtins", "zip"), ("itertools", "imap"): ("builtins", "map"),
-    ("itertools", "ifilter"): ("builtins", "filter"), ("itertools", "ifilterfalse"): ("itertools", "filterfalse"),
-    ("itertools", "izip_longest"): ("itertools", "zip_longest"),
-    ("UserDict", "IterableUserDict"): ("collections", "UserDict"), ("UserList", "UserList"): ("collections", "UserList"),
-    ("UserString", "UserString"): ("collections", "UserString"), ("__builtin__", "basestring"): ("builtins", "str"),
-    ("exceptions", "StandardError"): ("builtins", "Exception"), ("UserDict", "UserDict"): ("collections", "UserDict"),
-}
 
 # ---------------------------------------------------------------------------------------------
 # The user's allowlist: add_safe_globals / safe_globals
@@ -137,8 +117,8 @@ def _get_user_allowed_globals() -> dict[str, Any]:
     for f in _marked_safe_globals_set:
         if isinstance(f, tuple):
             if len(f) != 2:
-                raise ValueError(
-                    f"Expected tuple of length 2 (global, str of callable full path), but got tuple of length: {len(f)}")
+                raise ValueError("Expected tuple of length 2 (global, str of callable full path), but got tuple of "
+                                 f"length: {len(f)}")
             if type(f[1]) is not str:
                 raise TypeError(f"Expected second item in tuple to be str of callable full path, but got: {type(f[1])}")
             f, name = f
@@ -167,7 +147,7 @@ def _get_allowed_globals() -> dict[str, Any]:
     """Full name in the file -> the course_lib object it stands for."""
     from _codecs import encode
 
-    from . import serialization as S
+    from .serialization import _torch_globals
 
     rc: dict[str, Any] = {
         "collections.OrderedDict": OrderedDict,
@@ -177,8 +157,58 @@ def _get_allowed_globals() -> dict[str, Any]:
         "builtins.set": set,  # for set
         "builtins.complex": complex,  # for complex
     }
-    rc.update(S._torch_globals())
+    rc.update(_torch_globals())
     return rc
+
+
+#: Every global torch.load(weights_only=True) allows (torch 2.13.0, ``_get_allowed_globals()``),
+#: besides the builtins and collections ones.  The ones course_lib can build are in
+#: ``serialization._torch_globals()``; the others get a "course_lib cannot load" error, not "unsafe".
+_TORCH_ALLOWED = frozenset("""
+torch.BFloat16Storage torch.BFloat16Tensor torch.BoolStorage torch.BoolTensor torch.ByteStorage torch.ByteTensor
+torch.CharStorage torch.CharTensor torch.ComplexDoubleStorage torch.ComplexFloatStorage torch.DoubleStorage
+torch.DoubleTensor torch.FloatStorage torch.FloatTensor torch.HalfStorage torch.HalfTensor torch.IntStorage
+torch.IntTensor torch.LongStorage torch.LongTensor torch.QInt32Storage torch.QInt8Storage torch.QUInt2x4Storage
+torch.QUInt4x2Storage torch.QUInt8Storage torch.ShortStorage torch.ShortTensor torch.Size torch.Tensor
+torch._tensor._rebuild_from_type_v2 torch._utils._rebuild_device_tensor_from_cpu_tensor
+torch._utils._rebuild_device_tensor_from_numpy torch._utils._rebuild_meta_tensor_no_storage
+torch._utils._rebuild_nested_tensor torch._utils._rebuild_parameter torch._utils._rebuild_parameter_with_state
+torch._utils._rebuild_qtensor torch._utils._rebuild_sparse_tensor torch._utils._rebuild_tensor
+torch._utils._rebuild_tensor_v2 torch._utils._rebuild_tensor_v3 torch._utils._rebuild_wrapper_subclass
+torch.bfloat16 torch.bits16 torch.bits1x8 torch.bits2x4 torch.bits4x2 torch.bits8 torch.bool torch.complex128
+torch.complex32 torch.complex64 torch.cuda.BFloat16Storage torch.cuda.BFloat16Tensor torch.cuda.BoolStorage
+torch.cuda.BoolTensor torch.cuda.ByteStorage torch.cuda.ByteTensor torch.cuda.CharStorage torch.cuda.CharTensor
+torch.cuda.ComplexDoubleStorage torch.cuda.ComplexFloatStorage torch.cuda.DoubleStorage torch.cuda.DoubleTensor
+torch.cuda.FloatStorage torch.cuda.FloatTensor torch.cuda.HalfStorage torch.cuda.HalfTensor torch.cuda.IntStorage
+torch.cuda.IntTensor torch.cuda.LongStorage torch.cuda.LongTensor torch.cuda.ShortStorage torch.cuda.ShortTensor
+torch.cuda.sparse.BFloat16Tensor torch.cuda.sparse.ByteTensor torch.cuda.sparse.CharTensor
+torch.cuda.sparse.DoubleTensor torch.cuda.sparse.FloatTensor torch.cuda.sparse.HalfTensor
+torch.cuda.sparse.IntTensor torch.cuda.sparse.LongTensor torch.cuda.sparse.ShortTensor torch.device
+torch.float16 torch.float32 torch.float4_e2m1fn_x2 torch.float64 torch.float8_e4m3fn torch.float8_e4m3fnuz
+torch.float8_e5m2 torch.float8_e5m2fnuz torch.float8_e8m0fnu torch.int1 torch.int16 torch.int2 torch.int3
+torch.int32 torch.int4 torch.int5 torch.int6 torch.int64 torch.int7 torch.int8 torch.nn.parameter.Parameter
+torch.per_channel_affine torch.per_channel_affine_float_qparams torch.per_channel_symmetric
+torch.per_tensor_affine torch.per_tensor_symmetric torch.qint32 torch.qint8 torch.quint2x4 torch.quint4x2
+torch.quint8 torch.serialization._get_layout torch.sparse.BFloat16Tensor torch.sparse.ByteTensor
+torch.sparse.CharTensor torch.sparse.DoubleTensor torch.sparse.FloatTensor torch.sparse.HalfTensor
+torch.sparse.IntTensor torch.sparse.LongTensor torch.sparse.ShortTensor torch.storage.TypedStorage
+torch.storage.UntypedStorage torch.uint1 torch.uint16 torch.uint2 torch.uint3 torch.uint32 torch.uint4
+torch.uint5 torch.uint6 torch.uint64 torch.uint7 torch.uint8
+""".split())
+
+
+def _torch_only_error(full_path: str) -> RuntimeError | None:
+    """The error for a global PyTorch would load but course_lib cannot (None for other names)."""
+    if full_path not in _TORCH_ALLOWED:
+        return None
+    name = full_path.rsplit(".", 1)[1]
+    if not name.startswith("per_") and (name.endswith("Storage") or name.endswith("Tensor")
+                                        or "." not in full_path[len("torch."):]):
+        what = "that dtype (course_lib has float32/64, float16, int64/32/16/8, uint8 and bool)"
+    else:
+        what = "that kind of tensor (no sparse, quantized, nested or device-subclass tensors)"
+    return RuntimeError(f"course_lib cannot load GLOBAL {full_path}: torch.load allows it, but course_lib does "
+                        f"not support {what}. Load the file with PyTorch and convert it (for example .float()) first.")
 
 
 def _allowed_ids() -> set[int]:
@@ -186,14 +216,12 @@ def _allowed_ids() -> set[int]:
     return {id(v) for v in _get_allowed_globals().values()} | {id(v) for v in _get_user_allowed_globals().values()}
 
 
-def _read_global_instruction(readline: Callable) -> tuple[str, str]:
-    module = readline().decode("utf-8")
-    name = readline().decode("utf-8")
+def _map_global(module: str, name: str) -> tuple[str, str]:
     # torch.save uses protocol 2, which writes Python 2 module names (__builtin__)
     if (module, name) in NAME_MAPPING:
-        module, name = NAME_MAPPING[(module, name)]
-    elif module in IMPORT_MAPPING:
-        module = IMPORT_MAPPING[module]
+        return NAME_MAPPING[(module, name)]
+    if module in IMPORT_MAPPING:
+        return IMPORT_MAPPING[module], name
     return module, name
 
 
@@ -214,98 +242,54 @@ def unsupported_global_message(full_path: str) -> str:
             "if you trust this class/function.")
 
 
-# ---------------------------------------------------------------------------------------------
-# Opcodes (the protocol-2 subset torch.save writes; pickle.py has the full list)
-# ---------------------------------------------------------------------------------------------
-MARK, STOP, BINPERSID, REDUCE, BUILD, GLOBAL = b"(", b".", b"Q", b"R", b"b", b"c"
-APPEND, APPENDS, SETITEM, SETITEMS = b"a", b"e", b"s", b"u"
-BININT, BININT1, BININT2, LONG1, BINFLOAT = b"J", b"K", b"M", b"\x8a", b"G"
-BINUNICODE, SHORT_BINSTRING = b"X", b"U"
-NONE, NEWTRUE, NEWFALSE = b"N", b"\x88", b"\x89"
-EMPTY_TUPLE, EMPTY_LIST, EMPTY_DICT, EMPTY_SET = b")", b"]", b"}", b"\x8f"
-TUPLE, TUPLE1, TUPLE2, TUPLE3 = b"t", b"\x85", b"\x86", b"\x87"
-BINGET, LONG_BINGET, BINPUT, LONG_BINPUT = b"h", b"j", b"q", b"r"
-NEWOBJ, PROTO = b"\x81", b"\x80"
-
-(_MARK, _STOP, _BINPERSID, _REDUCE, _BUILD, _GLOBAL, _APPEND, _APPENDS, _SETITEM, _SETITEMS, _BININT, _BININT1,
- _BININT2, _LONG1, _BINFLOAT, _BINUNICODE, _SHORT_BINSTRING, _NONE, _NEWTRUE, _NEWFALSE, _EMPTY_TUPLE, _EMPTY_LIST,
- _EMPTY_DICT, _EMPTY_SET, _TUPLE, _TUPLE1, _TUPLE2, _TUPLE3, _BINGET, _LONG_BINGET, _BINPUT, _LONG_BINPUT, _NEWOBJ,
- _PROTO) = (op[0] for op in (MARK, STOP, BINPERSID, REDUCE, BUILD, GLOBAL, APPEND, APPENDS, SETITEM, SETITEMS, BININT,
-                             BININT1, BININT2, LONG1, BINFLOAT, BINUNICODE, SHORT_BINSTRING, NONE, NEWTRUE, NEWFALSE,
-                             EMPTY_TUPLE, EMPTY_LIST, EMPTY_DICT, EMPTY_SET, TUPLE, TUPLE1, TUPLE2, TUPLE3, BINGET,
-                             LONG_BINGET, BINPUT, LONG_BINPUT, NEWOBJ, PROTO))
-
-_OPNAMES = {v[0]: k for k, v in dict(globals()).items() if isinstance(v, bytes) and len(v) == 1 and k.isupper()}
-
-_bytes_to_skip = {
-    NEWOBJ: 0, REDUCE: 0, BUILD: 0, APPEND: 0, APPENDS: 0, SETITEM: 0, SETITEMS: 0, MARK: 0, TUPLE: 0,
-    TUPLE1: 0, TUPLE2: 0, TUPLE3: 0, NONE: 0, NEWFALSE: 0, NEWTRUE: 0, EMPTY_TUPLE: 0, EMPTY_LIST: 0,
-    EMPTY_DICT: 0, EMPTY_SET: 0, BINPERSID: 0, BININT: 4, BININT1: 1, BININT2: 2, BINFLOAT: 8,
-    BINGET: 1, LONG_BINGET: 4, BINPUT: 1, LONG_BINPUT: 4,
-}
-
-
-class _Reader:
-    """read(n)/readline() over bytes that refuse to run past the end (truncated data)."""
-
-    __slots__ = ("data", "pos")
-
-    def __init__(self, data: bytes):
-        self.data = data
-        self.pos = 0
-
-    def read(self, n: int) -> bytes:
-        p = self.pos
-        if p + n > len(self.data):
-            raise UnpicklingError(f"pickle data was truncated: needed {n} bytes at byte {p}, "
-                                  f"but the data ends at byte {len(self.data)}")
-        self.pos = p + n
-        return self.data[p:p + n]
-
-    def readline(self) -> bytes:
-        p = self.pos
-        end = self.data.find(b"\n", p)
-        if end < 0:
-            raise UnpicklingError(f"pickle data was truncated: no end of line after byte {p}")
-        self.pos = end + 1
-        return self.data[p:end]
-
-
-def _as_reader(file) -> _Reader:
-    if isinstance(file, (bytes, bytearray, memoryview)):
-        return _Reader(bytes(file))
-    return _Reader(file.read())
+def _as_bytes(file) -> bytes:
+    return bytes(file) if isinstance(file, (bytes, bytearray, memoryview)) else file.read()
 
 
 def get_globals_in_pkl(file) -> set[str]:
     """The full names of every GLOBAL in a pickle, without running it (PyTorch's ``get_globals_in_pkl``)."""
-    r = _as_reader(file)
+    data = _as_bytes(file)
     found: set[str] = set()
+    pos = 0
     while True:
-        key = r.read(1)
-        if key == GLOBAL:
-            module, name = _read_global_instruction(r.readline)
+        op = data[pos:_end_of(data, pos, 1)]
+        pos += 1
+        if op == GLOBAL:
+            raw_module, pos = _read_line(data, pos)
+            module = raw_module.decode("utf-8")
+            raw_name, pos = _read_line(data, pos)
+            module, name = _map_global(module, raw_name.decode("utf-8"))
             found.add(f"{module}.{name}")
-        elif key in _bytes_to_skip:
-            if _bytes_to_skip[key]:
-                r.read(_bytes_to_skip[key])
-        elif key == BINUNICODE:
-            r.read(struct.unpack("<I", r.read(4))[0])
-        elif key in (SHORT_BINSTRING, LONG1):
-            r.read(r.read(1)[0])
-        elif key == PROTO:
-            r.read(1)
-        elif key == STOP:
+        elif op == STOP:
             return found
+        elif op in _ARGUMENT_BYTES:
+            start, pos = pos, _end_of(data, pos, _ARGUMENT_BYTES[op])
+            if op == BINUNICODE:
+                pos = _end_of(data, pos, int.from_bytes(data[start:pos], "little"))
+            elif op in (SHORT_BINSTRING, LONG1):
+                pos = _end_of(data, pos, data[start])
         else:
-            raise UnpicklingError(f"Unsupported operand {key[0]}")
+            raise UnpicklingError(f"Unsupported operand {op[0]}")
 
 
 # ---------------------------------------------------------------------------------------------
 # The unpickler
 # ---------------------------------------------------------------------------------------------
-class Unpickler:
+class _Passthrough(Exception):
+    """Carries an exception raised by persistent_load out of the opcode loop unchanged."""
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+
+class Unpickler(_DataOpcodes):
     """Runs a pickle with the restrictions above.  ``persistent_load`` is set by the caller.
+
+    The opcode loop (:meth:`_load`) reads one byte, checks that the opcode's fixed-size argument
+    is there, and calls the opcode's method with the position of the argument; the method returns
+    where the next opcode starts.  The methods are named as in ``Lib/pickle.py`` (``load_binput``,
+    ``load_reduce``, ...): the ones that only build data are in ``course_lib/_pickle_opcodes.py``,
+    the ones the allowlist restricts below.
 
     >>> Unpickler(io.BytesIO(pickle.dumps({"a": 1}, protocol=2))).load()
     {'a': 1}
@@ -313,7 +297,7 @@ class Unpickler:
 
     def __init__(self, file, *, encoding: str = "bytes"):
         self.encoding = encoding
-        self._reader = _as_reader(file)
+        self._data = _as_bytes(file)
         self.memo: dict[int, Any] = {}
         self.proto: int = -1
 
@@ -338,371 +322,143 @@ class Unpickler:
                                   f"{type(e).__name__}: {e}") from None
 
     def _load(self):
-        # One pass over the bytes with an index (an opcode is one byte, its argument follows),
-        # the most frequent opcodes tested first: this loop is most of a load's Python time.
+        # One pass over the bytes with an index: an opcode is one byte, its argument follows, and
+        # its handler comes from a table indexed by that byte.  This loop is most of a load's
+        # Python time (a state_dict's pickle has about 30 opcodes per tensor).
         self._op, self._op_pos = None, 0
-        data = self._reader.data
+        self._new_stacks()
+        self._allowed = _get_allowed_globals()
+        self._user_allowed = _get_user_allowed_globals()
+        self._allowed_ids = _allowed_ids()
+        data = self._data
         n = len(data)
-        memo = self.memo
-        stack: list = []
-        metastack: list = []
-        append = stack.append
-        depth: dict[int, int] = {}  # id(tuple) -> nesting depth, for tuples this load built
-        allowed = _get_allowed_globals()
-        user_allowed = _get_user_allowed_globals()
-        allowed_ids = _allowed_ids()
-        from ._tensor import Tensor
-        from .nn.parameter import Parameter
-        from ._utils import _tensor_set_ as tensor_set_, _tensor_setstate as tensor_setstate
-
-        def truncated(at: int, k: int):
-            return UnpicklingError(f"pickle data was truncated: needed {k} bytes at byte {at}, "
-                                   f"but the data ends at byte {n}")
-
-        max_items = n + MAX_SHARED_TUPLE_ITEMS
-
-        def tuple_of(items) -> tuple:
-            # depth and number of items in all (each shared tuple counted every time it is reached):
-            # hashing or comparing the tuple visits that many
-            d, total = 1, len(items)
-            for x in items:
-                if isinstance(x, tuple):
-                    dx, tx = depth.get(id(x), (0, len(x)))
-                    total += tx
-                    if dx + 1 > d:
-                        d = dx + 1
-            if d > MAX_TUPLE_DEPTH:
-                raise UnpicklingError(f"tuples nested more than {MAX_TUPLE_DEPTH} deep are not supported")
-            if total > max_items:
-                raise UnpicklingError(f"a tuple that holds {total} items in all (through references to the same "
-                                      f"tuples) is not supported: at most {max_items} in a pickle of {n} bytes")
-            t = tuple(items)
-            depth[id(t)] = (d, total)
-            return t
-
-        def pop_mark() -> list:
-            nonlocal stack, append
-            items = stack
-            stack = metastack.pop()
-            append = stack.append
-            return items
-
-        def readline(at: int) -> tuple[bytes, int]:
-            end = data.find(b"\n", at)
-            if end < 0:
-                raise UnpicklingError(f"pickle data was truncated: no end of line after byte {at}")
-            return data[at:end], end + 1
-
-        pos = start = 0
-        op = None
+        if isinstance(data, str) and data:  # from a text file: no character is an opcode (as in PyTorch)
+            raise UnpicklingError(f"Unsupported operand {data[0]}")
+        handlers, argument_bytes = _HANDLERS, _ARGUMENT_BYTES_BY_CODE
+        pos = 0
         try:
-            while True:
-                start = pos
-                if pos >= n:
-                    raise UnpicklingError(f"pickle data was truncated: it ends at byte {n} without a STOP opcode")
+            while pos < n:
                 op = data[pos]
-                pos += 1
-                if op == _BINPUT:
-                    if pos >= n:
-                        raise truncated(pos, 1)
-                    memo[data[pos]] = stack[-1]
-                    pos += 1
-                elif op == _BINGET:
-                    if pos >= n:
-                        raise truncated(pos, 1)
-                    append(memo[data[pos]])
-                    pos += 1
-                elif op == _BININT1:
-                    if pos >= n:
-                        raise truncated(pos, 1)
-                    append(data[pos])
-                    pos += 1
-                elif op == _MARK:
-                    metastack.append(stack)
-                    stack = []
-                    append = stack.append
-                elif op == _TUPLE:
-                    items = pop_mark()
-                    append(tuple_of(items))
-                elif op == _BINUNICODE:
-                    if pos + 4 > n:
-                        raise truncated(pos, 4)
-                    strlen = int.from_bytes(data[pos:pos + 4], "little")
-                    pos += 4
-                    if pos + strlen > n:
-                        raise truncated(pos, strlen)
-                    append(str(data[pos:pos + strlen], "utf-8", "surrogatepass"))
-                    pos += strlen
-                elif op == _REDUCE:
-                    args = stack.pop()
-                    func = stack[-1]
-                    if id(func) not in allowed_ids:
-                        error_msg = f"Trying to call reduce for unrecognized function {shown(func)}"
-                        if hasattr(func, "__self__"):
-                            error_msg += f" which belongs to {shown(func.__self__)}"
-                        raise UnpicklingError(error_msg)
-                    if type(args) is not tuple:
-                        raise UnpicklingError(f"REDUCE needs a tuple of arguments, got {type(args).__name__}")
-                    result = func(*args)
-                    if type(result) is tuple:
-                        result = tuple_of(result)
-                    elif isinstance(result, tuple):
-                        tuple_of(result)  # a tuple subclass (Size): check the depth of what it holds
-                    stack[-1] = result
-                elif op == _EMPTY_TUPLE:
-                    append(())
-                elif op == _TUPLE1:
-                    stack[-1] = tuple_of(stack[-1:])
-                elif op == _TUPLE2:
-                    if len(stack) < 2:
-                        raise IndexError("stack underflow")
-                    stack[-2:] = [tuple_of(stack[-2:])]
-                elif op == _TUPLE3:
-                    if len(stack) < 3:
-                        raise IndexError("stack underflow")
-                    stack[-3:] = [tuple_of(stack[-3:])]
-                elif op == _NEWFALSE:
-                    append(False)
-                elif op == _NEWTRUE:
-                    append(True)
-                elif op == _BINPERSID:
-                    pid = stack.pop()
-                    # Only allow persistent load of storage
-                    if type(pid) is not tuple and type(pid) is not int:
-                        raise UnpicklingError(f"persistent_load id must be tuple or int, but got {type(pid)}")
-                    if type(pid) is tuple and len(pid) > 0 and _maybe_decode_ascii(pid[0]) != "storage":
-                        raise UnpicklingError(f"Only persistent_load of storage is allowed, but got {type(pid[0])}")
-                    try:
-                        storage = self.persistent_load(pid)
-                    except Exception as e:  # the caller's errors are the caller's: not "malformed data"
-                        raise _Passthrough(e) from None
-                    append(storage)
-                elif op == _GLOBAL:
-                    raw_module, pos = readline(pos)
-                    raw_name, pos = readline(pos)
-                    module, name = _map_global(raw_module.decode("utf-8"), raw_name.decode("utf-8"))
-                    full_path = f"{module}.{name}"
-                    if module in _blocklisted_modules:
-                        raise UnpicklingError(
-                            f"Trying to load unsupported GLOBAL {full_path} whose module {module} is blocked.")
-                    if full_path in allowed:
-                        append(allowed[full_path])
-                    elif full_path in user_allowed:
-                        append(user_allowed[full_path])
-                    else:
-                        from .serialization import _torch_only_error
-                        err = _torch_only_error(full_path)
-                        if err is not None:
-                            raise err
-                        raise UnpicklingError(unsupported_global_message(full_path))
-                elif op == _SETITEMS:
-                    items = pop_mark()
-                    _check_set_item_target(stack, "SETITEMS")
-                    if len(items) % 2:
-                        raise UnpicklingError("SETITEMS needs key/value pairs, got an odd number of items")
-                    target = stack[-1]
-                    for i in range(0, len(items), 2):
-                        target[items[i]] = items[i + 1]
-                elif op == _SETITEM:
-                    (v, k) = (stack.pop(), stack.pop())
-                    _check_set_item_target(stack, "SETITEM")
-                    stack[-1][k] = v
-                elif op == _EMPTY_DICT:
-                    append({})
-                elif op == _EMPTY_LIST:
-                    append([])
-                elif op == _APPENDS:
-                    items = pop_mark()
-                    list_obj = stack[-1]
-                    if type(list_obj) is not list:
-                        raise UnpicklingError(f"Can only extend lists, but got {type(list_obj)}")
-                    list_obj.extend(items)
-                elif op == _APPEND:
-                    item = stack.pop()
-                    list_obj = stack[-1]
-                    if type(list_obj) is not list:
-                        raise UnpicklingError(f"Can only append to lists, but got {type(list_obj)}")
-                    list_obj.append(item)
-                elif op == _BUILD:
-                    state = stack.pop()
-                    inst = stack[-1]
-                    if type(inst) is Tensor:
-                        # Legacy unpickling: PyTorch runs inst.set_(*state), with set_'s checks
-                        tensor_set_(inst, *_star_args(state))
-                    elif type(inst) is Parameter:
-                        tensor_setstate(inst, state)
-                    elif type(inst) is OrderedDict:
-                        inst.__dict__.update(state)  # a state_dict's _metadata
-                    elif id(type(inst)) in allowed_ids or type(inst) is bytearray:
-                        if hasattr(inst, "__setstate__"):
-                            inst.__setstate__(state)
-                        elif isinstance(inst, Tensor):  # an allowlisted subclass: Tensor.__setstate__, as in PyTorch
-                            tensor_setstate(inst, state)
-                        else:
-                            # mimics load_build in pickle
-                            slotstate = None
-                            if isinstance(state, tuple) and len(state) == 2:
-                                state, slotstate = state
-                            if state:
-                                inst.__dict__.update(state)
-                            if slotstate:
-                                for k, v in slotstate.items():
-                                    setattr(inst, k, v)
-                    else:
-                        raise UnpicklingError("Can only build Tensor, Parameter, OrderedDict or types allowlisted "
-                                              f"via `add_safe_globals`, but got {type(inst)}")
-                elif op == _NEWOBJ:
-                    args = stack.pop()
-                    cls = stack.pop()
-                    if cls is Parameter:
-                        append(Parameter(*args))
-                    elif id(cls) in allowed_ids and isinstance(cls, type):
-                        append(cls.__new__(cls, *args))
-                    else:
-                        raise UnpicklingError("Can only create new object for nn.Parameter or classes allowlisted "
-                                              f"via `add_safe_globals` but got {shown(cls)}")
-                elif op == _NONE:
-                    append(None)
-                elif op == _EMPTY_SET:
-                    append(set())
-                elif op == _BININT:
-                    if pos + 4 > n:
-                        raise truncated(pos, 4)
-                    append(int.from_bytes(data[pos:pos + 4], "little", signed=True))
-                    pos += 4
-                elif op == _BININT2:
-                    if pos + 2 > n:
-                        raise truncated(pos, 2)
-                    append(int.from_bytes(data[pos:pos + 2], "little"))
-                    pos += 2
-                elif op == _LONG1:
-                    if pos >= n:
-                        raise truncated(pos, 1)
-                    k = data[pos]
-                    pos += 1
-                    if pos + k > n:
-                        raise truncated(pos, k)
-                    append(decode_long(data[pos:pos + k]))
-                    pos += k
-                elif op == _BINFLOAT:
-                    if pos + 8 > n:
-                        raise truncated(pos, 8)
-                    append(struct.unpack(">d", data[pos:pos + 8])[0])
-                    pos += 8
-                elif op == _SHORT_BINSTRING:
-                    if pos >= n:
-                        raise truncated(pos, 1)
-                    k = data[pos]
-                    pos += 1
-                    if pos + k > n:
-                        raise truncated(pos, k)
-                    strdata = data[pos:pos + k]
-                    pos += k
-                    if self.encoding != "bytes":
-                        strdata = strdata.decode(self.encoding, "strict")
-                    append(strdata)
-                elif op == _LONG_BINGET:
-                    if pos + 4 > n:
-                        raise truncated(pos, 4)
-                    append(memo[int.from_bytes(data[pos:pos + 4], "little")])
-                    pos += 4
-                elif op == _LONG_BINPUT:
-                    if pos + 4 > n:
-                        raise truncated(pos, 4)
-                    memo[int.from_bytes(data[pos:pos + 4], "little")] = stack[-1]
-                    pos += 4
-                # First and last deserializer ops
-                elif op == _PROTO:
-                    if pos >= n:
-                        raise truncated(pos, 1)
-                    self.proto = data[pos]
-                    pos += 1
-                    if self.proto != 2:
-                        warnings.warn(
-                            f"Detected pickle protocol {self.proto} in the checkpoint, which was "
-                            "not the default pickle protocol used by `course_lib.load` (2). The weights_only "
-                            "Unpickler might not support all instructions implemented by this protocol.",
-                            stacklevel=3)
-                elif op == _STOP:
-                    return stack.pop()
-                else:
-                    raise UnpicklingError(f"Unsupported operand {op}")
+                if pos + argument_bytes[op] >= n:
+                    raise _truncated(pos + 1, argument_bytes[op], n)
+                pos = handlers[op](self, pos + 1)
+        except _Stop as stop:
+            return stop.value
         except BaseException:
-            self._op_pos, self._op = start, op  # where it went wrong, for the error message
+            self._op_pos, self._op = pos, data[pos]  # where it went wrong, for the error message
             raise
+        raise UnpicklingError(f"pickle data was truncated: it ends at byte {n} without a STOP opcode")
+
+    # -- globals, calls and state: only what the allowlists allow --------------------------------
+    def load_global(self, pos: int) -> int:
+        raw_module, pos = _read_line(self._data, pos)
+        raw_name, pos = _read_line(self._data, pos)
+        module, name = _map_global(raw_module.decode("utf-8"), raw_name.decode("utf-8"))
+        full_path = f"{module}.{name}"
+        if module in _blocklisted_modules:
+            raise UnpicklingError(f"Trying to load unsupported GLOBAL {full_path} whose module {module} is blocked.")
+        if full_path in self._allowed:
+            self.stack.append(self._allowed[full_path])
+        elif full_path in self._user_allowed:
+            self.stack.append(self._user_allowed[full_path])
+        else:
+            err = _torch_only_error(full_path)
+            if err is not None:
+                raise err
+            raise UnpicklingError(unsupported_global_message(full_path))
+        return pos
+
+    def load_reduce(self, pos: int) -> int:
+        stack = self.stack
+        args = stack.pop()
+        func = stack[-1]
+        if id(func) not in self._allowed_ids:
+            error_msg = f"Trying to call reduce for unrecognized function {shown(func)}"
+            if hasattr(func, "__self__"):
+                error_msg += f" which belongs to {shown(func.__self__)}"
+            raise UnpicklingError(error_msg)
+        if type(args) is not tuple:
+            raise UnpicklingError(f"REDUCE needs a tuple of arguments, got {type(args).__name__}")
+        result = func(*args)
+        if type(result) is tuple:
+            result = self._tuple_of(result)
+        elif isinstance(result, tuple):
+            self._tuple_of(result)  # a tuple subclass (Size): check the depth of what it holds
+        stack[-1] = result
+        return pos
+
+    def load_newobj(self, pos: int) -> int:
+        args = self.stack.pop()
+        cls = self.stack.pop()
+        if cls is Parameter:
+            self.stack.append(Parameter(*args))
+        elif id(cls) in self._allowed_ids and isinstance(cls, type):
+            self.stack.append(cls.__new__(cls, *args))
+        else:
+            raise UnpicklingError("Can only create new object for nn.Parameter or classes allowlisted "
+                                  f"via `add_safe_globals` but got {shown(cls)}")
+        return pos
+
+    def load_build(self, pos: int) -> int:
+        state = self.stack.pop()
+        inst = self.stack[-1]
+        if type(inst) is Tensor:
+            # Legacy unpickling: PyTorch runs inst.set_(*state), with set_'s checks
+            _tensor_set_(inst, *_star_args(state))
+        elif type(inst) is Parameter:
+            _tensor_setstate(inst, state)
+        elif type(inst) is OrderedDict:
+            inst.__dict__.update(state)  # a state_dict's _metadata
+        elif id(type(inst)) in self._allowed_ids or type(inst) is bytearray:
+            _build_allowlisted(inst, state)
+        else:
+            raise UnpicklingError("Can only build Tensor, Parameter, OrderedDict or types allowlisted "
+                                  f"via `add_safe_globals`, but got {type(inst)}")
+        return pos
+
+    def load_binpersid(self, pos: int) -> int:
+        pid = self.stack.pop()
+        # Only allow persistent load of storage
+        if type(pid) is not tuple and type(pid) is not int:
+            raise UnpicklingError(f"persistent_load id must be tuple or int, but got {type(pid)}")
+        if type(pid) is tuple and len(pid) > 0 and _maybe_decode_ascii(pid[0]) != "storage":
+            raise UnpicklingError(f"Only persistent_load of storage is allowed, but got {type(pid[0])}")
+        try:
+            storage = self.persistent_load(pid)
+        except Exception as e:  # the caller's errors are the caller's: not "malformed data"
+            raise _Passthrough(e) from None
+        self.stack.append(storage)
+        return pos
+
+    def load_unsupported(self, pos: int) -> int:
+        raise UnpicklingError(f"Unsupported operand {self._data[pos - 1]}")
 
 
-def _check_set_item_target(stack: list, opcode: str) -> None:
-    if type(stack[-1]) not in (dict, OrderedDict, Counter):
-        raise UnpicklingError(f"Can only {opcode} for dict, collections.OrderedDict, "
-                              f"collections.Counter, but got {type(stack[-1])}")
+#: The method that runs each opcode, by opcode byte: ``load_`` and the opcode's name, as in pickle.py.
+_HANDLERS = _opcode_table({op: getattr(Unpickler, f"load_{_OPNAMES[op[0]].lower()}") for op in _ARGUMENT_BYTES},
+                          Unpickler.load_unsupported)
 
 
-def _map_global(module: str, name: str) -> tuple[str, str]:
-    # torch.save uses protocol 2, which writes Python 2 module names (__builtin__)
-    if (module, name) in NAME_MAPPING:
-        return NAME_MAPPING[(module, name)]
-    if module in IMPORT_MAPPING:
-        return IMPORT_MAPPING[module], name
-    return module, name
-
-
-class _Passthrough(Exception):
-    """Carries an exception raised by persistent_load out of the opcode loop unchanged."""
-
-    def __init__(self, error: Exception):
-        self.error = error
-
-
-class _BriefRepr(reprlib.Repr):
-    """``repr`` for error messages about objects a file built: short, and quick to make.
-
-    A file can build a list that holds itself, or one whose repr is 2**40 characters long
-    (each level holding the previous one twice, through the memo), or a tensor of 2**62
-    elements at stride 0: the plain ``repr`` would never finish.
-    """
-
-    def __init__(self):
-        super().__init__()
-        self.maxlevel = 3
-        self.maxtuple = self.maxlist = self.maxdict = self.maxset = self.maxfrozenset = 6
-        self.maxstring, self.maxlong, self.maxother = 80, 40, 120
-
-    def repr_instance(self, x, level):
-        from ._tensor import Tensor
-
-        if isinstance(x, Tensor):
-            return f"<{type(x).__name__} of size {list(x._shape)} and dtype {x.dtype.name}>"
-        for base in (dict, list, tuple, set, frozenset):  # OrderedDict, Counter, Size, ...
-            if isinstance(x, base):
-                return f"{type(x).__name__}({getattr(self, 'repr_' + base.__name__)(x, level)})"
-        return super().repr_instance(x, level)
-
-
-def shown(x) -> str:
-    """How an error message shows an object from the file (``str`` for strings, as PyTorch's do)."""
-    if isinstance(x, str):
-        return x if len(x) <= 200 else x[:200] + "..."
-    return _BriefRepr().repr(x)
+def _build_allowlisted(inst, state) -> None:
+    """BUILD on an instance of an allowlisted type: its ``__setstate__``, or what pickle's
+    ``load_build`` does (a Tensor subclass without one gets ``Tensor.__setstate__``, as in PyTorch)."""
+    if hasattr(inst, "__setstate__"):
+        inst.__setstate__(state)
+    elif isinstance(inst, Tensor):
+        _tensor_setstate(inst, state)
+    else:
+        slotstate = None
+        if isinstance(state, tuple) and len(state) == 2:
+            state, slotstate = state
+        if state:
+            inst.__dict__.update(state)
+        if slotstate:
+            for k, v in slotstate.items():
+                setattr(inst, k, v)
 
 
 def _maybe_decode_ascii(b):
     return b.decode("ascii") if isinstance(b, bytes) else b
-
-
-def _star_args(state) -> tuple:
-    """``*state`` in ``inst.set_(*state)``, without iterating a tensor row by row (it may have 2**62 rows)."""
-    from ._tensor import Tensor
-
-    if isinstance(state, Tensor):
-        if state.dim() == 0:
-            raise TypeError("iteration over a 0-d tensor")
-        if state.shape[0] > 4:
-            raise TypeError(f"set_() received an invalid combination of arguments - got ({state.shape[0]} tensors)")
-    try:
-        return tuple(state)
-    except TypeError:
-        raise TypeError(f"Tensor.set_() argument after * must be an iterable, not {type(state).__name__}") from None
 
 
 def load(file, *, encoding: str = "ASCII"):

@@ -73,11 +73,12 @@ from ._inline_container import (FILE_FORMAT_VERSION, MAX_SUPPORTED_FILE_FORMAT_V
 from ._size import Size
 from ._storage import Storage
 from ._tensor import Tensor
+from ._utils import shown as _shown
 from ._utils import (_load_state, _rebuild_from_type_v2, _rebuild_meta_tensor_no_storage, _rebuild_parameter,
                      _rebuild_parameter_with_state, _rebuild_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3)
 from ._weights_only_unpickler import (add_safe_globals, clear_safe_globals, get_safe_globals,  # noqa: F401
                                       safe_globals)
-from ._weights_only_unpickler import shown as _shown
+from ._weights_only_unpickler import _TORCH_ALLOWED, _torch_only_error
 
 __all__ = [
     "save", "load", "add_safe_globals", "safe_globals", "get_safe_globals", "clear_safe_globals",
@@ -150,41 +151,6 @@ _G_SIZE = _TorchGlobal("torch", "Size")
 _G_STORAGE = {d: _TorchGlobal("torch", d._storage_name) for d in D.ALL_DTYPES}
 _G_DTYPE = {d: _TorchGlobal("torch", d.name) for d in D.ALL_DTYPES}
 
-#: Every global torch.load(weights_only=True) allows (torch 2.13.0, ``_get_allowed_globals()``),
-#: besides the builtins and collections ones.  The ones course_lib can build are in
-#: ``_torch_globals()``; the others get a "course_lib cannot load" error, not "unsafe".
-_TORCH_ALLOWED = frozenset("""
-torch.BFloat16Storage torch.BFloat16Tensor torch.BoolStorage torch.BoolTensor torch.ByteStorage torch.ByteTensor
-torch.CharStorage torch.CharTensor torch.ComplexDoubleStorage torch.ComplexFloatStorage torch.DoubleStorage
-torch.DoubleTensor torch.FloatStorage torch.FloatTensor torch.HalfStorage torch.HalfTensor torch.IntStorage
-torch.IntTensor torch.LongStorage torch.LongTensor torch.QInt32Storage torch.QInt8Storage torch.QUInt2x4Storage
-torch.QUInt4x2Storage torch.QUInt8Storage torch.ShortStorage torch.ShortTensor torch.Size torch.Tensor
-torch._tensor._rebuild_from_type_v2 torch._utils._rebuild_device_tensor_from_cpu_tensor
-torch._utils._rebuild_device_tensor_from_numpy torch._utils._rebuild_meta_tensor_no_storage
-torch._utils._rebuild_nested_tensor torch._utils._rebuild_parameter torch._utils._rebuild_parameter_with_state
-torch._utils._rebuild_qtensor torch._utils._rebuild_sparse_tensor torch._utils._rebuild_tensor
-torch._utils._rebuild_tensor_v2 torch._utils._rebuild_tensor_v3 torch._utils._rebuild_wrapper_subclass
-torch.bfloat16 torch.bits16 torch.bits1x8 torch.bits2x4 torch.bits4x2 torch.bits8 torch.bool torch.complex128
-torch.complex32 torch.complex64 torch.cuda.BFloat16Storage torch.cuda.BFloat16Tensor torch.cuda.BoolStorage
-torch.cuda.BoolTensor torch.cuda.ByteStorage torch.cuda.ByteTensor torch.cuda.CharStorage torch.cuda.CharTensor
-torch.cuda.ComplexDoubleStorage torch.cuda.ComplexFloatStorage torch.cuda.DoubleStorage torch.cuda.DoubleTensor
-torch.cuda.FloatStorage torch.cuda.FloatTensor torch.cuda.HalfStorage torch.cuda.HalfTensor torch.cuda.IntStorage
-torch.cuda.IntTensor torch.cuda.LongStorage torch.cuda.LongTensor torch.cuda.ShortStorage torch.cuda.ShortTensor
-torch.cuda.sparse.BFloat16Tensor torch.cuda.sparse.ByteTensor torch.cuda.sparse.CharTensor
-torch.cuda.sparse.DoubleTensor torch.cuda.sparse.FloatTensor torch.cuda.sparse.HalfTensor
-torch.cuda.sparse.IntTensor torch.cuda.sparse.LongTensor torch.cuda.sparse.ShortTensor torch.device
-torch.float16 torch.float32 torch.float4_e2m1fn_x2 torch.float64 torch.float8_e4m3fn torch.float8_e4m3fnuz
-torch.float8_e5m2 torch.float8_e5m2fnuz torch.float8_e8m0fnu torch.int1 torch.int16 torch.int2 torch.int3
-torch.int32 torch.int4 torch.int5 torch.int6 torch.int64 torch.int7 torch.int8 torch.nn.parameter.Parameter
-torch.per_channel_affine torch.per_channel_affine_float_qparams torch.per_channel_symmetric
-torch.per_tensor_affine torch.per_tensor_symmetric torch.qint32 torch.qint8 torch.quint2x4 torch.quint4x2
-torch.quint8 torch.serialization._get_layout torch.sparse.BFloat16Tensor torch.sparse.ByteTensor
-torch.sparse.CharTensor torch.sparse.DoubleTensor torch.sparse.FloatTensor torch.sparse.HalfTensor
-torch.sparse.IntTensor torch.sparse.LongTensor torch.sparse.ShortTensor torch.storage.TypedStorage
-torch.storage.UntypedStorage torch.uint1 torch.uint16 torch.uint2 torch.uint3 torch.uint32 torch.uint4
-torch.uint5 torch.uint6 torch.uint64 torch.uint7 torch.uint8
-""".split())
-
 _STORAGE_TYPES = {d._storage_name: _StorageType(d._storage_name, d) for d in D.ALL_DTYPES}
 _UNTYPED = _StorageType("UntypedStorage", D.uint8)
 
@@ -212,20 +178,6 @@ def _torch_globals() -> dict[str, Any]:
         rc[f"torch.{d._storage_name}"] = _STORAGE_TYPES[d._storage_name]
         rc[f"torch.cuda.{d._storage_name}"] = _STORAGE_TYPES[d._storage_name]
     return rc
-
-
-def _torch_only_error(full_path: str) -> RuntimeError | None:
-    """The error for a global PyTorch would load but course_lib cannot (None for other names)."""
-    if full_path not in _TORCH_ALLOWED:
-        return None
-    name = full_path.rsplit(".", 1)[1]
-    if not name.startswith("per_") and (name.endswith("Storage") or name.endswith("Tensor")
-                                        or "." not in full_path[len("torch."):]):
-        what = "that dtype (course_lib has float32/64, float16, int64/32/16/8, uint8 and bool)"
-    else:
-        what = "that kind of tensor (no sparse, quantized, nested or device-subclass tensors)"
-    return RuntimeError(f"course_lib cannot load GLOBAL {full_path}: torch.load allows it, but course_lib does "
-                        f"not support {what}. Load the file with PyTorch and convert it (for example .float()) first.")
 
 
 # =============================================================================================
