@@ -43,3 +43,13 @@ def test_the_message_carries_the_difference_line():
     lines = str(info.value).splitlines()
     assert lines[4] == "  differs:  at [150]: expected 150, got 0"
     assert lines[5] == "  hint:     Count from zero."
+
+
+def test_values_shown_whole_get_no_difference_line():
+    @exercise("96.2", title="word", points=1, hint="Say it.")
+    def _word(fn):
+        return [case(fn, expected="Fizz")]
+
+    with pytest.raises(CheckFailure) as info:
+        run_check("96.2", lambda: "3")
+    assert "differs" not in str(info.value)

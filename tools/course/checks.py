@@ -249,7 +249,10 @@ def _equalish(got: Any, expected: Any) -> bool:
 
 
 def _difference_line(got: Any, expected: Any) -> str:
+    """The "differs:" line of a failure, when a value was shown cut short (else both are shown whole)."""
     try:
+        if _short(got) == repr(got) and _short(expected) == repr(expected):
+            return ""
         diff = _first_difference(got, expected)
     except Exception:
         diff = None
