@@ -133,3 +133,16 @@ def test_backward_stepper_builds_a_widget():
     assert slider.max == 6
     slider.value = 2
     plt.close("all")
+
+
+def test_graph_pictures_take_a_figsize():
+    from course_lib.viz.graph import backward_stepper, draw_graph
+    x1, x2, z = seed()
+    ax = draw_graph(z, figsize=(4.6, 4.4))
+    assert tuple(ax.figure.get_size_inches()) == (4.6, 4.4)
+    plt.close("all")
+    __import__("pytest").importorskip("ipywidgets")
+    backward_stepper(z, figsize=(4.6, 4.4))
+    sizes = [tuple(plt.figure(k).get_size_inches()) for k in plt.get_fignums()]
+    assert sizes == [(4.6, 4.4), (4.6, 4.4)]  # the static picture and the slider's
+    plt.close("all")

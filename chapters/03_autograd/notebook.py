@@ -341,7 +341,7 @@ print("expected cos(6) + exp(6) + 12 =", math.cos(6) + math.exp(6) + 12)
 # %% id="topo-order-picture"
 from course_lib.viz.graph import backward_stepper
 
-backward_stepper(out, params={"x": x})
+backward_stepper(out, params={"x": x}, figsize=(4.6, 4.4))
 
 
 # %% [markdown] id="ex-03-7-task"

@@ -169,10 +169,11 @@ def execution_order(tensor) -> list:
 
 
 def draw_graph(tensor, ax=None, params: dict | None = None, show_saved: bool = True, title: str | None = None,
-               show_order: bool = False, done: int | None = None):
+               show_order: bool = False, done: int | None = None, figsize: tuple | None = None):
     """Draw ``tensor``'s backward graph with matplotlib; returns the Axes.
 
     ``params`` maps names to leaf tensors (``dict(model.named_parameters())``) to label them.
+    ``figsize`` (inches) sets the size of a new figure (default: from the graph's width and depth).
     ``show_order`` numbers the nodes in the order backward runs them (``execution_order``);
     ``done=k`` colours the first ``k`` of them as already run.
     """
@@ -186,7 +187,9 @@ def draw_graph(tensor, ax=None, params: dict | None = None, show_saved: bool = T
     n_layers = max(nd.layer for nd in nodes) + 1
     width = max(sum(1 for nd in nodes if nd.layer == k) for k in range(n_layers))
     if ax is None:
-        _, ax = plt.subplots(figsize=(max(4.0, 2.6 * width), max(2.5, 1.25 * n_layers)))
+        if figsize is None:
+            figsize = (max(4.0, 2.6 * width), max(2.5, 1.25 * n_layers))
+        _, ax = plt.subplots(figsize=figsize)
     ys = {}
     xs = {}
     box_h = {}
@@ -234,17 +237,19 @@ def to_dot(tensor, params: dict | None = None, show_saved: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
-def backward_stepper(tensor, params: dict | None = None):
+def backward_stepper(tensor, params: dict | None = None, figsize: tuple | None = None):
     """A slider that steps through ``backward()``: nodes already run are coloured.
 
     Draws a static figure (every node numbered in execution order) first, so the
     notebook reads well without a live kernel, then returns the ipywidgets control.
+    ``figsize`` is passed to both pictures (see ``draw_graph``).
     """
     import matplotlib.pyplot as plt
     import ipywidgets as widgets
 
     n = len(execution_order(tensor))
-    draw_graph(tensor, params=params, show_order=True, title="order in which backward() runs the nodes")
+    draw_graph(tensor, params=params, show_order=True, title="order in which backward() runs the nodes",
+               figsize=figsize)
     plt.show()
     out = widgets.Output()
     slider = widgets.IntSlider(value=0, min=0, max=n, description="steps run")
@@ -253,7 +258,7 @@ def backward_stepper(tensor, params: dict | None = None):
         with out:
             out.clear_output(wait=True)
             draw_graph(tensor, params=params, show_order=True, done=slider.value,
-                       title=f"after {slider.value} of {n} steps")
+                       title=f"after {slider.value} of {n} steps", figsize=figsize)
             plt.show()
     slider.observe(redraw, names="value")
     redraw()
