@@ -619,8 +619,10 @@ print(f"big[:10].clone(): {os.path.getsize(WORK / 'clone.pt'):>9,} bytes")
 #    `bytearray`, `_codecs.encode` (how protocol 2 stores `bytes`), plus whatever you add with
 #    `add_safe_globals`. Anything else is refused with an error that names it. The modules `os`, `posix`, `nt`
 #    and `sys` are refused *always*, even if someone allowlisted something from them.
-# 2. **Calls only to allowlisted things.** `REDUCE` and `NEWOBJ` call only allowlisted callables; `BUILD`
-#    sets state only on tensors, `OrderedDict` and allowlisted types; `APPEND` works on lists only.
+# 2. **Calls only to allowlisted things.** `REDUCE` and `NEWOBJ` call only allowlisted callables; `APPEND`
+#    works on lists only. `BUILD` on a tensor is `tensor.set_(*state)`, with `set_`'s checks (the view must lie
+#    inside its storage); on an `OrderedDict` it sets attributes (a state_dict's `_metadata`); devices and
+#    dtypes are immutable, so a file cannot change them for the rest of the process.
 # 3. **Only the protocol-2 opcodes `torch.save` writes.** Anything else is an error: a pickle from protocol 4
 #    starts with `PROTO 4`, which is accepted (with a warning), and then a `FRAME` opcode (149), which is
 #    refused: `Unsupported operand 149`.
