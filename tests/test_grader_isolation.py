@@ -161,10 +161,32 @@ def attacked(tmp_path_factory):
         "memory": attacks.eats_memory,
         "background": lambda: attacks.background(str(root / "background.pids")),
         "markers": attacks.markers_and_odd_tags,
+        "probe": lambda: attacks.environment_probe(str(root / "probe.json")),
     }
     paths = cases.write(builders, root)
-    results = grade_many(list(paths.values()), SOLUTIONS, 30, JOBS, limits=Limits(memory_mb=1024))
+    os.environ["COURSE_TEST_SECRET"] = "a variable of the grader's that no kernel may see"
+    try:
+        results = grade_many(list(paths.values()), SOLUTIONS, 30, JOBS, limits=Limits(memory_mb=1024))
+    finally:
+        del os.environ["COURSE_TEST_SECRET"]
     return root, {n: (paths[n], r) for n, r in zip(paths, results)}
+
+
+def test_the_kernel_gets_a_scrubbed_environment_and_limits(attacked):
+    root, tbl = attacked
+    assert tbl["probe"][1].passed
+    seen = json.loads((root / "probe.json").read_text())
+    env = seen["env"]
+    assert "COURSE_TEST_SECRET" not in env
+    assert not [k for k in env if k.startswith("PYTEST_") or k in ("COURSE_GRADER_FD", "COURSE_KERNEL_LIMITS")]
+    # every path it names is inside the notebook's own private folder (or the system's)
+    private = Path(seen["cwd"]).parent
+    assert private.name.startswith("run") and private.parent.name.startswith("course-grade-")
+    for key in ("PYTHONPATH", "TMPDIR", "IPYTHONDIR", "JUPYTER_RUNTIME_DIR", "COURSE_CHAPTERS"):
+        assert Path(env[key]).is_relative_to(private), key
+    assert env["OPENBLAS_NUM_THREADS"] == "1" and env["MPLBACKEND"] == "Agg"
+    assert seen["data"] == 1024 * 2 ** 20 and seen["core"] == 0 and seen["fsize"] == 2048 * 2 ** 20
+    assert not private.exists()  # removed after grading
 
 
 def test_a_custom_exception_handler_does_not_make_a_failing_check_pass(attacked):
@@ -440,3 +462,10 @@ def test_release_refuses_a_folder_in_use(tmp_path):
     (tmp_path / "x").write_text("mine")
     out = _course("release", tmp_path)
     assert out.returncode == 2 and "not an empty folder" in out.stderr
+
+
+def test_a_kernel_that_cannot_start_is_one_clear_error(tmp_path):
+    path = tmp_path / "00_welcome.ipynb"
+    path.write_text(cases.correct())
+    (res,) = grade_many([path], SOLUTIONS, 30, 1, limits=Limits(memory_mb=100))
+    assert res.exercises == [] and "the Python kernel did not start" in res.error and "100 MB" in res.error

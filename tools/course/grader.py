@@ -60,7 +60,7 @@ NBVAL_OUTPUT_TIMEOUT = 5  # seconds nbval waits for a kernel message
 MAX_RERUNS = 5
 _FD_ENV, _LIMITS_ENV = "COURSE_GRADER_FD", "COURSE_KERNEL_LIMITS"  # read by _pytest_plugin
 _MAX_EVENT_LINE = 4 * 1024 * 1024
-_MAX_DATA_FILES = 64 * 1024 * 1024
+_MAX_DATA_FILE = 16 * 1024 * 1024  # larger files beside the notebooks (a learner's checkpoints) are not copied
 
 
 @dataclass(frozen=True)
@@ -133,6 +133,11 @@ def _titles_from_source(source: bytes) -> dict[str, str]:
     return titles
 
 
+def _data_file(path: Path) -> bool:
+    """Files beside the course's learner notebooks that a run gets a copy of (relative paths keep working)."""
+    return path.suffix != ".ipynb" and not path.name.startswith(".") and path.stat().st_size <= _MAX_DATA_FILE
+
+
 def _chapter_file(path: Path) -> bool:
     """Files of a chapter folder a grading run needs: its checks, not its source or wrong answers."""
     return path.name not in ("notebook.py", "wrong_answers.py")
@@ -180,9 +185,7 @@ class CourseSnapshot:
         data = iso.FileSnapshot()
         notebooks = solutions_dir.parent / "notebooks"
         if notebooks.is_dir():
-            data = iso.FileSnapshot.of(notebooks, lambda p: p.suffix != ".ipynb" and not p.name.startswith("."))
-            if sum(len(b) for _, b, _ in data.files) > _MAX_DATA_FILES:
-                data = iso.FileSnapshot()
+            data = iso.FileSnapshot.of(notebooks, _data_file)
         watch = iso.course_watch(solutions_dir, chapters_dir if dirs else None, [course_pkg, course_lib])
         return cls(solutions_dir, refs, chapters, libs, data, titles, watch)
 
@@ -804,6 +807,10 @@ def _grade(path: Path, data: bytes | None, snap: CourseSnapshot, limits: Limits,
             if not run.reports and not run.started and run.stopped_by is None:
                 tail = "\n".join(run.log.strip().splitlines()[-8:])
                 raise CourseError(f"{path}: the grading run did not start:\n{run.collect_error or tail}")
+            if run.reports and all(r.get("when") == "setup" and r["outcome"] == "failed" for r in run.reports.values()):
+                why = next(iter(run.reports.values())).get("message", "")[:300]
+                raise CourseError(f"{path}: the Python kernel did not start ({why}); when grading it may use "
+                                  f"{limits.memory_mb} MB of memory")
             new = {k: v for k, v in _stopped_cells(plan, run, limits).items() if k not in stopped}
             stopped.update(new)
             if not new or attempt == MAX_RERUNS or run.stopped_by == "notebook":
