@@ -162,6 +162,7 @@ def attacked(tmp_path_factory):
         "background": lambda: attacks.background(str(root / "background.pids")),
         "markers": attacks.markers_and_odd_tags,
         "probe": lambda: attacks.environment_probe(str(root / "probe.json")),
+        "kills_supervisor": lambda: attacks.kills_supervisor(str(root / "supervisor.pid")),
     }
     paths = cases.write(builders, root)
     os.environ["COURSE_TEST_SECRET"] = "a variable of the grader's that no kernel may see"
@@ -232,6 +233,14 @@ def test_background_processes_do_not_survive_the_grading(attacked):
     assert not [p for p in pids if _alive(p)], "a process started by the notebook outlived its grading"
 
 
+def test_a_notebook_that_kills_the_supervisor_leaves_nothing_running(attacked):
+    root, tbl = attacked
+    _, res = tbl["kills_supervisor"]
+    assert _statuses(res) == {"00.1": PASS, "00.2": ERROR, "00.3": PASS}
+    assert "killed" in res.exercises[1].message
+    assert not _alive(_pids(root / "supervisor.pid")[0])
+
+
 def test_nbval_markers_and_string_tags(attacked):
     _, res = attacked[1]["markers"]
     assert res.error is None and res.passed
@@ -240,7 +249,7 @@ def test_nbval_markers_and_string_tags(attacked):
 
 
 def test_nothing_is_written_beside_the_learner_files(attacked):
-    root, tbl = attacked
+    _, tbl = attacked
     for name, (path, _) in tbl.items():
         assert [p.name for p in path.parent.iterdir()] == [path.name], name
 
@@ -302,7 +311,8 @@ def batch(tmp_path_factory):
     (subs / "trudy" / "00_welcome.ipynb").symlink_to(SOLUTIONS / "00_welcome.ipynb")  # the answer key
     book, out_json = root / "book.csv", root / "out.json"
     # run from inside the submissions: the answer key must still come from the course
-    out = _course("grade", "--batch", subs, "--csv", book, "--json", out_json, "-n", "2", cwd=subs)
+    out = _course("grade", "--batch", subs, "--csv", book, "--json", out_json, "-n", "2",
+                  "--notebook-timeout", "240", "--memory", "2048", cwd=subs)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     rows = list(csv.DictReader(book.open(encoding="utf-8")))
     results = {Path(r["path"]).parent.name: r for r in json.loads(out_json.read_text())}

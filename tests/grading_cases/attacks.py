@@ -224,3 +224,16 @@ json.dump({{"env": dict(os.environ), "cwd": os.getcwd(),
            "core": resource.getrlimit(resource.RLIMIT_CORE)[0]}}, open({out!r}, "w"))'''
     _insert_after(nb, _first_code_id(nb), source, "probe")
     return _text(nb)
+
+
+def kills_supervisor(pid_file: str) -> str:
+    """00.2's solution cell starts a background process, then kills the run's supervisor (pytest's parent)."""
+    nb = _solved()
+    sol = _cell(nb, "ex-00-2-solution")
+    sol.source = (f"import os, signal, subprocess\n"
+                  f"p = subprocess.Popen(['sleep', '1000.5555'], start_new_session=True)\n"
+                  f"open({pid_file!r}, 'w').write(str(p.pid))\n"
+                  f"pytest_pid = os.getppid()\n"
+                  f"supervisor = int(open(f'/proc/{{pytest_pid}}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+                  f"os.kill(supervisor, signal.SIGKILL)\n") + sol.source
+    return _text(nb)

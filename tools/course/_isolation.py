@@ -16,7 +16,6 @@ import importlib.util
 import os
 import signal
 import site
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -240,7 +239,3 @@ def kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-def is_linux() -> bool:
-    return sys.platform.startswith("linux")

@@ -23,7 +23,7 @@ MB = 1024 * 1024
 
 
 def _set(resource, which: int, value: int) -> None:
-    soft, hard = resource.getrlimit(which)
+    _, hard = resource.getrlimit(which)
     if hard != resource.RLIM_INFINITY:
         value = min(value, hard)
     try:

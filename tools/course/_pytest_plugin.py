@@ -5,7 +5,8 @@ The results channel: the grader hands this process one end of a pipe (its number
 environment, the pipe is made non-inheritable and stdin is closed, all before nbval starts the
 kernel: the kernel (started with close_fds, from this environment) has neither the pipe nor the
 nonce. On Linux this process also makes itself non-dumpable, so that a kernel running as the same
-user cannot open the pipe or read the nonce through ``/proc/<pid>/``. Every event is one line,
+(non-root) user cannot open the pipe or read the nonce through ``/proc/<pid>/``, and asks to be
+killed if its parent, the run's supervisor, dies. Every event is one line,
 ``<nonce> <json>``: when a cell starts, and how each cell ended (outcome, the kernel's reply status,
 nbval's message, the cell's error output, each field cut to a bounded size).
 
@@ -68,8 +69,11 @@ def _take_channel() -> tuple[int | None, str, dict]:
     if sys.platform.startswith("linux"):
         try:
             import ctypes
+            import signal
 
-            ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+            libc = ctypes.CDLL(None)
+            libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: /proc/<this pid>/ closed to the kernel
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG: die with the supervisor
         except (OSError, AttributeError):
             pass
     return fd, nonce.decode().strip(), limits
@@ -256,6 +260,7 @@ def pytest_runtest_makereport(item, call):
             stdout.append(out.get("text", ""))
     event["stdout"] = _cut("".join(stdout))
     _write(event)
+    item.test_outputs = None  # nbval keeps every cell's outputs to the end otherwise
 
 
 def pytest_collectreport(report):
