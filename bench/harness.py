@@ -150,14 +150,16 @@ def _calibrate(fn, min_time: float) -> int:
         number = max(number * 2, int(number * min_time / max(dt, 1e-9) * 1.2))
 
 
-def _sample(fn, number: int) -> float:
+def _sample(fn, number: int) -> tuple[float, float]:
+    """(wall-clock seconds, CPU seconds of this process) per call, over ``number`` calls, GC off."""
     gc_was = gc.isenabled()
     gc.disable()
     try:
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         for _ in range(number):
             fn()
-        return (time.perf_counter() - t0) / number
+        t1, c1 = time.perf_counter(), time.process_time()
+        return (t1 - t0) / number, (c1 - c0) / number
     finally:
         if gc_was:
             gc.enable()
@@ -283,20 +285,22 @@ while True:
         break
     number = max(number * 2, int(number * min_time / max(dt, 1e-9) * 1.2))
 gc.disable()
-samples = []
+samples, cpu_samples = [], []
 for _ in range(repeat):
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     for _ in range(number):
         a @ b
-    samples.append((time.perf_counter() - t0) / number)
-print(json.dumps({"samples": samples, "torch_threads": torch.get_num_threads()}))
+    t1, c1 = time.perf_counter(), time.process_time()
+    samples.append((t1 - t0) / number)
+    cpu_samples.append((c1 - c0) / number)
+print(json.dumps({"samples": samples, "cpu_samples": cpu_samples, "torch_threads": torch.get_num_threads()}))
 """
 
 
 def _measure_here(w: Workload, impl: str, *, quick: bool, repeat: int, min_time: float,
                   result_path: str | None) -> dict:
     """Time one workload's ``impl`` in this process: check call, memory call, warm-up, samples."""
-    entry = {"name": w.name, "path": w.path, "provided": False, "samples": [], "number": 0,
+    entry = {"name": w.name, "path": w.path, "provided": False, "samples": [], "cpu_samples": [], "number": 0,
              "memory": None, "error": None, "result": None}
     start = time.perf_counter()
     try:
@@ -313,7 +317,8 @@ def _measure_here(w: Workload, impl: str, *, quick: bool, repeat: int, min_time:
         del out
         entry["memory"] = peak_memory(fn)           # second call: peak resident memory
         if quick:
-            entry["samples"], entry["number"] = [_sample(fn, 1)], 1
+            wall, cpu = _sample(fn, 1)
+            entry["samples"], entry["cpu_samples"], entry["number"] = [wall], [cpu], 1
             return entry
         t0, calls = time.perf_counter(), 0
         while calls < 3 and (calls == 0 or time.perf_counter() - t0 < 0.2):   # warm-up
@@ -321,7 +326,8 @@ def _measure_here(w: Workload, impl: str, *, quick: bool, repeat: int, min_time:
             calls += 1
         per_call = (time.perf_counter() - t0) / calls
         number = 1 if per_call >= min_time else _calibrate(fn, min_time)
-        entry["samples"] = [_sample(fn, number) for _ in range(repeat)]
+        pairs = [_sample(fn, number) for _ in range(repeat)]
+        entry["samples"], entry["cpu_samples"] = [p[0] for p in pairs], [p[1] for p in pairs]
         entry["number"] = number
     except Exception as e:   # reported in the row; the run then fails
         entry["error"] = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-3)}"
@@ -547,12 +553,12 @@ def run(workloads: Iterable[Workload], *, quick: bool = False, repeat: int | Non
                 sa = _standalone_matmul(s, repeat=max(repeat, 3), min_time=min_time)
                 rep = rep or child()
                 if sa.get("samples"):
-                    checks[s]["standalone"].append(statistics.median(sa["samples"]))
+                    checks[s]["standalone"].append(sa["samples"])
                 else:
                     checks[s]["errors"].append(sa.get("error"))
                 mine = rep["workloads"][-1]
                 if mine["samples"]:
-                    checks[s]["harness"].append(statistics.median(mine["samples"]))
+                    checks[s]["harness"].append(mine["samples"])
                 elif mine["error"]:
                     checks[s]["errors"].append(mine["error"])
             else:
@@ -560,19 +566,25 @@ def run(workloads: Iterable[Workload], *, quick: bool = False, repeat: int | Non
             if rep.get("threads"):
                 reports.setdefault((s, impl), rep["threads"])
             for i, entry in zip(group, rep["workloads"]):
-                d = acc.setdefault((s, i, impl), {"rounds": [], "mins": [], "memory": [], "errors": [],
-                                                  "provided": False})
+                d = acc.setdefault((s, i, impl), {"rounds": [], "mins": [], "cpu_rounds": [], "memory": [],
+                                                  "errors": [], "provided": False})
                 _collect(d, entry, rep if r == 0 else None)
         rows = Rows(settings={s: _setting_info(s, reports) for s in settings})
         for s in settings:
             for i, w in enumerate(ws):
                 rows.append(_row(w, s, {impl: acc.get((s, i, impl)) for impl in impls}, quick, rows.settings[s]))
     for s in settings if self_check else ():
+        # the fastest sample of each half: load elsewhere on the machine only ever adds time, while a
+        # thread pool that disturbs torch inside the harness slows every sample
         c = checks[s]
-        h, sa = _median(c["harness"]), _median(c["standalone"])
+        h = min((x for xs in c["harness"] for x in xs), default=None)
+        sa = min((x for xs in c["standalone"] for x in xs), default=None)
         diff, warning = self_check_verdict(h, sa)
-        rows.checks.append({"threads": s, "name": SELF_CHECK_NAME, "harness": h, "standalone": sa,
-                            "harness_rounds": c["harness"], "standalone_rounds": c["standalone"],
+        rows.checks.append({"threads": s, "name": SELF_CHECK_NAME, "statistic": "fastest sample of each half",
+                            "harness": h, "standalone": sa, "harness_samples": c["harness"],
+                            "standalone_samples": c["standalone"],
+                            "harness_median": _median([x for xs in c["harness"] for x in xs]),
+                            "standalone_median": _median([x for xs in c["standalone"] for x in xs]),
                             "difference": diff, "tolerance": SELF_CHECK_TOLERANCE, "ok": warning is None,
                             "warning": warning, "errors": [e for e in c["errors"] if e]})
     return rows
@@ -584,6 +596,8 @@ def _collect(d: dict, entry: dict, first_report: dict | None) -> None:
     if entry["samples"]:
         d["rounds"].append(statistics.median(entry["samples"]))
         d["mins"].append(min(entry["samples"]))
+    if entry.get("cpu_samples"):
+        d["cpu_rounds"].append(statistics.median(entry["cpu_samples"]))
     if entry["memory"] is not None:
         d["memory"].append(entry["memory"])
     if entry["error"]:
@@ -611,7 +625,8 @@ def _setting_info(setting: str, reports: dict) -> dict:
 
 def _row(w: Workload, setting: str, data: dict, quick: bool, setting_info: dict) -> dict:
     row = {"name": w.name, "module": w.module, "threads": setting, "thread_counts": setting_info["measured"],
-           "quick": quick, "times": {}, "min_times": {}, "round_times": {}, "memory": {}, "process": {},
+           "quick": quick, "times": {}, "min_times": {}, "round_times": {}, "cpu_times": {}, "cpu_round_times": {},
+           "memory": {}, "process": {},
            "target_ratio": w.target_ratio, "target_us": w.target_us, "ok": True, "note": w.note, "errors": {}}
     notes = [w.note] if w.note else []
     for impl, d in data.items():
@@ -621,6 +636,9 @@ def _row(w: Workload, setting: str, data: dict, quick: bool, setting_info: dict)
             row["times"][impl] = statistics.median(d["rounds"])
             row["min_times"][impl] = min(d["mins"])
             row["round_times"][impl] = d["rounds"]
+        if d["cpu_rounds"]:
+            row["cpu_times"][impl] = statistics.median(d["cpu_rounds"])
+            row["cpu_round_times"][impl] = d["cpu_rounds"]
         row["memory"][impl] = int(statistics.median(d["memory"])) if d["memory"] else None
         if "process" in d:
             row["process"][impl] = d["process"]
@@ -670,14 +688,18 @@ def _fmt_mib(b: int | None) -> str:
     return f"{mib:.0f}" if mib >= 10 else f"{mib:.1f}"
 
 
-def _target(row) -> str:
+def _ratio(times: dict, other: str) -> float | None:
+    return times["course_lib"] / times[other] if "course_lib" in times and times.get(other) else None
+
+
+def _target(row, times: dict) -> str:
     parts = []
-    t = row["times"].get("course_lib")
+    t = times.get("course_lib")
     if row["target_us"] is not None:
         met = t is not None and t * 1e6 <= row["target_us"]
         parts.append(f"<={row['target_us']:g} us {'ok' if met else 'MISSED'}")
     if row["target_ratio"] is not None:
-        r = row["ratio_numpy"]
+        r = _ratio(times, "numpy")
         met = r is not None and r <= row["target_ratio"]
         parts.append(f"<={row['target_ratio']:g}x np {'ok' if met else 'MISSED'}")
     return ", ".join(parts) or "-"
@@ -692,9 +714,18 @@ def _setting_header(setting: str, info: dict | None) -> str:
     return text + "; each library in its own fresh process"
 
 
-def format_table(rows: list[dict]) -> str:
-    """Plain-text tables, one per thread setting: times per call, ratios, peak memory per library."""
+#: what the table's times are
+CLOCKS = {"wall": "wall-clock time per call",
+          "cpu": "CPU time of the calling process per call (time.process_time): on a busy machine it leaves "
+                 "out the time spent waiting for a core; meaningful at threads=1, for work done in the calling "
+                 "process (not DataLoader workers)"}
+
+
+def format_table(rows: list[dict], clock: str = "wall") -> str:
+    """Plain-text tables, one per thread setting: times per call (``clock``: ``"wall"`` or ``"cpu"``),
+    ratios, peak memory per library."""
     quick = any(r["quick"] for r in rows)
+    key = {"wall": "times", "cpu": "cpu_times"}[clock]
     settings = getattr(rows, "settings", {})
     header = ["workload", "course_lib", "numpy", "torch", "cl/numpy", "cl/torch", "peak MiB cl/np/torch",
               "target" if not quick else "check"]
@@ -706,12 +737,12 @@ def format_table(rows: list[dict]) -> str:
             (r.get("thread_counts") for r in rows if r.get("threads") == setting), None)}))
         lines = []
         for r in (r for r in rows if r.get("threads", "1") == setting):
-            t, mem = r["times"], r.get("memory", {})
-            last = ("ok" if r["ok"] else "MISMATCH") if quick else _target(r) + ("" if r["ok"] else "; MISMATCH")
+            t, mem = r.get(key, {}), r.get("memory", {})
+            last = ("ok" if r["ok"] else "MISMATCH") if quick else _target(r, t) + ("" if r["ok"] else "; MISMATCH")
             if not r["ok"] and r.get("errors"):
                 last = last.replace("MISMATCH", "ERROR")
             lines.append([r["name"], _fmt_time(t.get("course_lib")), _fmt_time(t.get("numpy")),
-                          _fmt_time(t.get("torch")), _fmt_ratio(r["ratio_numpy"]), _fmt_ratio(r["ratio_torch"]),
+                          _fmt_time(t.get("torch")), _fmt_ratio(_ratio(t, "numpy")), _fmt_ratio(_ratio(t, "torch")),
                           " / ".join(_fmt_mib(mem.get(k)) for k in IMPLS), last])
         widths = [max(len(x[i]) for x in [header] + lines) for i in range(len(header))]
         for k, x in enumerate([header] + lines):
@@ -722,14 +753,16 @@ def format_table(rows: list[dict]) -> str:
     if rows:
         n_rounds = max((len(v) for r in rows for v in r.get("round_times", {}).values()), default=1)
         out.append("")
-        out.append(f"median over {n_rounds} round(s) of fresh processes, libraries in rotating order; "
-                   "peak MiB: resident memory one call adds at its peak (VmHWM), this process only")
+        out.append(f"times: {CLOCKS[clock]}; median over {n_rounds} round(s) of fresh processes, libraries in "
+                   "rotating order")
+        out.append("peak MiB: resident memory one call adds at its peak (VmHWM), in the calling process")
     for c in getattr(rows, "checks", []):
         if c["warning"]:
             out.append(f"threads={c['threads']}: {c['warning']}")
         else:
             out.append(f"self-check, threads={c['threads']}: torch's 512x512 matmul {_fmt_time(c['harness'])} through "
-                       f"the harness, {_fmt_time(c['standalone'])} standalone ({c['difference']:.0%} apart): ok")
+                       f"the harness, {_fmt_time(c['standalone'])} standalone (fastest samples, "
+                       f"{c['difference']:.0%} apart): ok")
     if quick:
         out.append("(--quick: tiny sizes, one call each; the times mean nothing)")
     return "\n".join(out)
@@ -762,6 +795,8 @@ def main(argv=None, workloads=None) -> int:
                    help="thread setting of every library: 1, the machine's default, or both (two tables)")
     p.add_argument("--rounds", type=int, default=3, help="fresh processes per library and module (median reported)")
     p.add_argument("--repeat", type=int, default=3, help="timed samples in each process")
+    p.add_argument("--clock", choices=tuple(CLOCKS), default="wall",
+                   help="times in the table: wall clock, or CPU time of the process (steadier on a busy machine)")
     p.add_argument("--no-self-check", dest="self_check", action="store_false",
                    help="skip timing torch's matmul standalone against the harness")
     args = p.parse_args(argv)
@@ -778,6 +813,7 @@ def main(argv=None, workloads=None) -> int:
                                    "rounds": 1 if args.quick else args.rounds,
                                    "samples_per_process": 1 if args.quick else args.repeat,
                                    "statistic": "median over rounds of each process's median",
+                                   "clocks": CLOCKS,
                                    "memory": "VmHWM after one call minus VmRSS before it (peak reset via "
                                              "/proc/self/clear_refs), bytes"},
             "settings": rows.settings, "self_check": rows.checks, "rows": list(rows)}
@@ -785,7 +821,7 @@ def main(argv=None, workloads=None) -> int:
         json.dump(data, sys.stdout, indent=1)
         print()
     else:
-        print(format_table(rows))
+        print(format_table(rows, args.clock))
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(data, f, indent=1)

@@ -57,6 +57,7 @@ def test_bench_quick_runs_and_checks_results():
             assert row["ok"], row
             for impl in impls:
                 assert row["times"][impl] > 0, (row["name"], impl)
+                assert row["cpu_times"][impl] >= 0, (row["name"], impl)
                 assert isinstance(row["memory"][impl], int) and row["memory"][impl] >= 0, (row["name"], impl)
             # every library in its own process; torch never loaded where course_lib or numpy is timed
             pids = {row["process"][impl]["pid"] for impl in impls}
@@ -71,12 +72,13 @@ def test_bench_quick_runs_and_checks_results():
         assert [c["threads"] for c in data["self_check"]] == ["1", "default"]
         for c in data["self_check"]:
             assert c["harness"] > 0 and c["standalone"] > 0 and c["difference"] >= 0
+            assert c["harness"] == min(min(x) for x in c["harness_samples"])
             assert c["ok"] == (c["warning"] is None)
 
 
 def test_bench_table_format():
     r = subprocess.run([sys.executable, str(BENCH / "run.py"), "--quick", "--module", "core", "-k", "matmul",
-                        "--threads", "1", "--no-self-check"],
+                        "--threads", "1", "--no-self-check", "--clock", "cpu"],
                        capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     lines = r.stdout.splitlines()
@@ -85,6 +87,7 @@ def test_bench_table_format():
     assert lines[1].split()[:4] == ["workload", "course_lib", "numpy", "torch"]
     assert "peak MiB cl/np/torch" in lines[1]
     assert any(line.startswith("matmul 512x512") for line in lines)
+    assert any(line.startswith("times: CPU time of the calling process per call") for line in lines)
 
 
 BROKEN = '''
