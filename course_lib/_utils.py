@@ -11,6 +11,8 @@ storage, offset, size, stride, requires_grad, OrderedDict())``; the loaders in
 ``course_lib/serialization.py`` and ``course_lib/_weights_only_unpickler.py`` map that name to
 the function of the same name here.  A file chooses every argument, so each function checks
 them: every view passes :func:`_check_view`, and no tensor can reach outside its storage.
+Error messages show what the file holds through :func:`shown`, which stays short however large
+or self-referencing the object is.
 """
 from __future__ import annotations
 
@@ -18,13 +20,24 @@ import pickle
 import reprlib
 import threading
 
-from . import _dtype as D
+from . import _dtype
 from ._size import Size
 from ._storage import Storage
 from ._tensor import Tensor
 
+_INT64_MAX = (1 << 63) - 1
+_SEQUENCES = (tuple, list, Size)
+_U64 = 1 << 64
 
-# Python 2 names that protocol-2 pickles use (torch.save writes protocol 2), and their Python 3 names.
+#: C++ type names in PyTorch's set_ errors ("Could not set tensor of type long int to ...").
+_C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
+                 "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+                 "bool": "bool"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Python 2 names, which protocol-2 pickles (torch.save's) use, and their Python 3 names
+# ---------------------------------------------------------------------------------------------
 IMPORT_MAPPING = {
     "__builtin__": "builtins", "copy_reg": "copyreg", "Queue": "queue", "repr": "reprlib",
     "_abcoll": "collections.abc", "UserDict": "collections", "UserList": "collections",
@@ -37,29 +50,16 @@ NAME_MAPPING = {
     ("itertools", "izip"): ("builtins", "zip"), ("itertools", "imap"): ("builtins", "map"),
     ("itertools", "ifilter"): ("builtins", "filter"), ("itertools", "ifilterfalse"): ("itertools", "filterfalse"),
     ("itertools", "izip_longest"): ("itertools", "zip_longest"),
-    ("UserDict", "IterableUserDict"): ("collections", "UserDict"), ("UserList", "UserList"): ("collections", "UserList"),
+    ("UserDict", "IterableUserDict"): ("collections", "UserDict"),
+    ("UserList", "UserList"): ("collections", "UserList"),
     ("UserString", "UserString"): ("collections", "UserString"), ("__builtin__", "basestring"): ("builtins", "str"),
     ("exceptions", "StandardError"): ("builtins", "Exception"), ("UserDict", "UserDict"): ("collections", "UserDict"),
 }
 
 
-class _LoadState(threading.local):
-    v3_views: dict | None = None  # (id(byte storage), dtype) -> typed storage, during one load
-
-
-_load_state = _LoadState()
-
-
-_INT64_MAX = (1 << 63) - 1
-_SEQUENCES = (tuple, list, Size)
-_U64 = 1 << 64
-
-#: C++ type names in PyTorch's set_ errors ("Could not set tensor of type long int to ...").
-_C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
-                 "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-                 "bool": "bool"}
-
-
+# ---------------------------------------------------------------------------------------------
+# How error messages show what a file holds: briefly (it may be huge, or hold itself)
+# ---------------------------------------------------------------------------------------------
 def _type_names(values) -> str:
     """``'int, tuple, NoneType'``: how PyTorch's argument errors show what they got (no reprs: a
     value from a file may be a tensor with 2**62 elements)."""
@@ -96,11 +96,14 @@ def shown(x) -> str:
     return _BriefRepr().repr(x)
 
 
+# ---------------------------------------------------------------------------------------------
+# The views a file asks for, checked as PyTorch checks them
+# ---------------------------------------------------------------------------------------------
 def _int_tuple(value, what: str, fn: str = "set_") -> tuple:
     """``value`` (a tuple, list or Size of ints, each within int64) as a plain tuple."""
     if not isinstance(value, (tuple, list)) or not all(type(v) is int for v in value):
-        shown = f"({_type_names(value)})" if isinstance(value, (tuple, list)) else type(value).__name__
-        raise RuntimeError(f"a tensor's {what} must be a tuple of ints, got {shown:.200}")
+        got = f"({_type_names(value)})" if isinstance(value, (tuple, list)) else type(value).__name__
+        raise RuntimeError(f"a tensor's {what} must be a tuple of ints, got {got:.200}")
     for i, v in enumerate(value):
         if not -_INT64_MAX - 1 <= v <= _INT64_MAX:
             raise TypeError(f"{fn}(): argument '{what}' failed to unpack the object at pos {i + 1} with error "
@@ -196,6 +199,16 @@ def _check_view(storage_len: int | None, itemsize: int, offset, size, stride, *,
     return offset, size, stride
 
 
+# ---------------------------------------------------------------------------------------------
+# The rebuild functions a pickle calls for each tensor
+# ---------------------------------------------------------------------------------------------
+class _LoadState(threading.local):
+    v3_views: dict | None = None  # (id(byte storage), dtype) -> typed storage, during one load
+
+
+_load_state = _LoadState()
+
+
 def _rebuild_tensor(storage: Storage, storage_offset: int, size, stride) -> Tensor:
     """A tensor viewing ``storage`` (no copy).  Checks that the view fits in the storage."""
     if not isinstance(storage, Storage):
@@ -219,7 +232,7 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, bac
 def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype,
                        metadata=None) -> Tensor:
     """Like v2, but the storage is untyped bytes and the dtype comes separately."""
-    if not isinstance(storage, Storage) or not isinstance(dtype, D.dtype):
+    if not isinstance(storage, Storage) or not isinstance(dtype, _dtype.dtype):
         raise RuntimeError("_rebuild_tensor_v3 needs an untyped storage and a dtype")
     if storage.dtype is not dtype:
         cache = _load_state.v3_views if _load_state.v3_views is not None else {}
@@ -240,7 +253,7 @@ def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, bac
 
 def _rebuild_meta_tensor_no_storage(dtype, size, stride, requires_grad) -> Tensor:
     """A tensor on the meta device: shape, stride and dtype, no data (what PyTorch writes for meta tensors)."""
-    if not isinstance(dtype, D.dtype):
+    if not isinstance(dtype, _dtype.dtype):
         raise RuntimeError(f"expected a dtype, got {type(dtype).__name__}")
     _, size, stride = _check_view(None, dtype.itemsize, 0, size, stride, fn="empty_strided")
     storage = Storage(None, dtype, "meta", size=_storage_elements_needed(size, stride, 0))
@@ -359,8 +372,8 @@ def _set_tensor_attribute(t: Tensor, name, value) -> None:
     if name == "data":
         if not isinstance(value, Tensor):
             cls = type(value)
-            shown = cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
-            raise TypeError(f"Variable data has to be a tensor, but got {shown}")
+            got = cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+            raise TypeError(f"Variable data has to be a tensor, but got {got}")
         t.data = value
     elif name == "requires_grad":
         if type(value) is not bool:
@@ -375,7 +388,7 @@ def _set_tensor_attribute(t: Tensor, name, value) -> None:
     elif name.startswith("_"):
         raise pickle.UnpicklingError(f"refusing to set the private tensor attribute {name!r:.80} from a file")
     elif hasattr(type(t), name):
-        raise AttributeError(D.readonly_attribute_message("course_lib.Tensor", type(t), name))
+        raise AttributeError(_dtype.readonly_attribute_message("course_lib.Tensor", type(t), name))
     else:
         setattr(t, name, value)
 
@@ -420,9 +433,9 @@ def _rebuild_from_type_v2(func, new_type, args, state):
 
     if not any(func is f for f in (_rebuild_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3, _rebuild_parameter,
                                    _rebuild_parameter_with_state, _rebuild_meta_tensor_no_storage)):
-        shown = getattr(func, "__qualname__", None) if callable(func) else None
+        got = getattr(func, "__qualname__", None) if callable(func) else None
         raise pickle.UnpicklingError("_rebuild_from_type_v2 may only call a tensor rebuild function, not "
-                                     f"{shown or type(func).__name__:.80}")
+                                     f"{got or type(func).__name__:.80}")
     if not isinstance(args, tuple):
         raise pickle.UnpicklingError("_rebuild_from_type_v2 needs a tuple of arguments")
     ret = func(*args)
@@ -434,8 +447,8 @@ def _rebuild_from_type_v2(func, new_type, args, state):
             sub._requires_grad = ret._requires_grad
             ret = sub
         else:
-            shown = new_type.__qualname__ if isinstance(new_type, type) else type(new_type).__name__
-            raise pickle.UnpicklingError(f"cannot rebuild a tensor as {shown:.80}")
+            got = new_type.__qualname__ if isinstance(new_type, type) else type(new_type).__name__
+            raise pickle.UnpicklingError(f"cannot rebuild a tensor as {got:.80}")
     if getattr(type(ret), "__setstate__", None) is not None:
         ret.__setstate__(state)  # an allowlisted subclass that restores its own state (Tensor has none)
     else:

@@ -1,10 +1,15 @@
 """``save`` and ``load``: tensors to files and back, in PyTorch's own file format.
 
-In PyTorch: ``torch/serialization.py`` (``save``, ``load``, ``_save``, ``_load``),
-``torch/_utils.py`` (``_rebuild_tensor_v2`` and friends, which rebuild tensors
-while unpickling), ``torch/_weights_only_unpickler.py`` (the safe loader, here
-``course_lib/_weights_only_unpickler.py``) and ``caffe2/serialize/inline_container.cc``
-(``PyTorchStreamWriter``/``PyTorchStreamReader``, the zip writer and reader).
+In PyTorch: ``torch/serialization.py`` (``save``, ``load``, ``_save``, ``_load``,
+``StorageType``).  The rest of the machinery sits where PyTorch keeps it:
+
+- ``course_lib/_utils.py`` (``torch/_utils.py``): ``_rebuild_tensor_v2`` and friends,
+  which rebuild tensors while unpickling;
+- ``course_lib/_weights_only_unpickler.py`` (``torch/_weights_only_unpickler.py``): the
+  safe loader, with the opcodes that only build data in ``course_lib/_pickle_opcodes.py``;
+- ``course_lib/_inline_container.py`` (``caffe2/serialize/inline_container.cc``,
+  ``PyTorchStreamWriter``/``PyTorchStreamReader``): the zip writer and reader;
+- ``course_lib/_atomic_file.py``: the atomic save to a path (PyTorch writes in place).
 
 A file written by ``save(obj, "model.pt")`` is a zip archive (every record stored,
 not compressed) whose records sit in one folder named after the file::
@@ -64,7 +69,7 @@ from typing import IO, Any, Callable, Union
 
 import numpy as np
 
-from . import _dtype as D
+from . import _dtype
 from . import _weights_only_unpickler
 from ._atomic_file import _atomic_write
 from ._device import device as _device_cls
@@ -114,7 +119,7 @@ class _StorageType:
 
     __slots__ = ("name", "dtype")
 
-    def __init__(self, name: str, dtype: D.dtype):
+    def __init__(self, name: str, dtype: _dtype.dtype):
         self.name = name
         self.dtype = dtype
 
@@ -148,11 +153,11 @@ _G_REBUILD_PARAMETER = _TorchGlobal("torch._utils", "_rebuild_parameter")
 _G_REBUILD_META = _TorchGlobal("torch._utils", "_rebuild_meta_tensor_no_storage")
 _G_DEVICE = _TorchGlobal("torch", "device")
 _G_SIZE = _TorchGlobal("torch", "Size")
-_G_STORAGE = {d: _TorchGlobal("torch", d._storage_name) for d in D.ALL_DTYPES}
-_G_DTYPE = {d: _TorchGlobal("torch", d.name) for d in D.ALL_DTYPES}
+_G_STORAGE = {d: _TorchGlobal("torch", d._storage_name) for d in _dtype.ALL_DTYPES}
+_G_DTYPE = {d: _TorchGlobal("torch", d.name) for d in _dtype.ALL_DTYPES}
 
-_STORAGE_TYPES = {d._storage_name: _StorageType(d._storage_name, d) for d in D.ALL_DTYPES}
-_UNTYPED = _StorageType("UntypedStorage", D.uint8)
+_STORAGE_TYPES = {d._storage_name: _StorageType(d._storage_name, d) for d in _dtype.ALL_DTYPES}
+_UNTYPED = _StorageType("UntypedStorage", _dtype.uint8)
 
 
 def _torch_globals() -> dict[str, Any]:
@@ -173,7 +178,7 @@ def _torch_globals() -> dict[str, Any]:
         "torch._utils._rebuild_meta_tensor_no_storage": _rebuild_meta_tensor_no_storage,
         "torch._tensor._rebuild_from_type_v2": _rebuild_from_type_v2,
     }
-    for d in D.ALL_DTYPES:
+    for d in _dtype.ALL_DTYPES:
         rc[f"torch.{d.name}"] = d
         rc[f"torch.{d._storage_name}"] = _STORAGE_TYPES[d._storage_name]
         rc[f"torch.cuda.{d._storage_name}"] = _STORAGE_TYPES[d._storage_name]
@@ -181,7 +186,7 @@ def _torch_globals() -> dict[str, Any]:
 
 
 # =============================================================================================
-# Saving: the pickler
+# Saving (``_save`` in torch/serialization.py; tensors pickle themselves in torch/_tensor.py)
 # =============================================================================================
 class _Pickler(pickle._Pickler):
     """Python's pickler with PyTorch's conventions.
@@ -203,7 +208,7 @@ class _Pickler(pickle._Pickler):
         super().__init__(file, protocol)
         self.storages: dict[str, Storage] = {}   # key -> storage, in the order they are written
         self._keys: dict[int, str] = {}          # id(storage) -> key
-        self._dtype_at: dict[int, D.dtype] = {}  # data pointer -> dtype
+        self._dtype_at: dict[int, _dtype.dtype] = {}  # data pointer -> dtype
 
     def persistent_id(self, obj):
         if type(obj) is not Storage:
@@ -237,10 +242,11 @@ class _Pickler(pickle._Pickler):
         self.save_torch_global(_G_DTYPE[obj])
 
     dispatch[_TorchGlobal] = save_torch_global
-    dispatch[D.dtype] = save_dtype
+    dispatch[_dtype.dtype] = save_dtype
 
 
 def _reduce_tensor(t: Tensor):
+    """What ``Tensor.__reduce_ex__`` returns in PyTorch: a rebuild function and its arguments."""
     from .nn.parameter import Parameter
 
     if isinstance(t, Parameter):
@@ -257,6 +263,9 @@ _FORCE_ZIP64 = False  # tests set it to exercise the zip64 records without writi
 
 
 def _write_archive(obj, fileobj: IO[bytes], prefix: str, pickle_protocol: int) -> None:
+    """Pickle ``obj`` and write the archive: ``data.pkl``, the small records, each storage once (the
+    writer adds ``version`` and ``.data/serialization_id`` when it closes).  A failure leaves the
+    archive unfinished."""
     buf = io.BytesIO()
     pickler = _Pickler(buf, pickle_protocol)
     pickler.dump(obj)
@@ -316,7 +325,7 @@ def save(obj: object, f: FileLike, pickle_protocol: int = DEFAULT_PROTOCOL) -> N
 
 
 # =============================================================================================
-# Loading
+# Loading (``_load`` in torch/serialization.py)
 # =============================================================================================
 def _get_wo_message(message: str) -> str:
     """The text of a refused weights_only load (``_get_wo_message`` in torch.load)."""
@@ -368,10 +377,10 @@ def _check_map_location(map_location) -> None:
 class _Loader:
     """One load: persistent ids -> storages (read once per key), restored where map_location says."""
 
-    def __init__(self, reader: _ArchiveReader, map_location, mm):
+    def __init__(self, reader: _ArchiveReader, map_location, mapped):
         self.reader = reader
         self.map_location = map_location
-        self.mm = mm
+        self.mapped = mapped
         self.storages: dict[str, Storage] = {}
         swap = False
         if reader.has_record("byteorder"):
@@ -417,7 +426,7 @@ class _Loader:
         self.storages[key] = storage
         return storage
 
-    def load_storage(self, dtype: D.dtype, numel: int, key: str, location: str) -> Storage:
+    def load_storage(self, dtype: _dtype.dtype, numel: int, key: str, location: str) -> Storage:
         name = f"data/{key}"
         nbytes = numel * dtype.itemsize
         self.reader.check_size(name, nbytes, f"{numel} {dtype.name} elements")
@@ -443,15 +452,15 @@ class _Loader:
             return result
         return storage
 
-    def read_storage(self, dtype: D.dtype, numel: int, name: str) -> Storage:
-        if self.mm is not None:
-            offset = self.reader.stored_offset(name, self.mm)
+    def read_storage(self, dtype: _dtype.dtype, numel: int, name: str) -> Storage:
+        if self.mapped is not None:
+            offset = self.reader.stored_offset(name, self.mapped)
             if numel == 0:
                 return Storage(np.empty(0, dtype.np), dtype)
-            arr = np.frombuffer(self.mm, dtype=dtype.np, count=numel, offset=offset)
+            arr = np.frombuffer(self.mapped, dtype=dtype.np, count=numel, offset=offset)
             if self.swap and dtype.itemsize > 1:
                 return Storage(arr.byteswap(), dtype)  # a copy: the file's bytes are in the other order
-            return Storage(arr, dtype, owner=self.mm)
+            return Storage(arr, dtype, owner=self.mapped)
         arr = np.empty(numel, dtype.np)
         self.reader.read_into(name, arr.view(np.uint8))
         if self.swap and dtype.itemsize > 1:
@@ -483,9 +492,9 @@ class _FullUnpickler(pickle.Unpickler):
         return self._loader.persistent_load(pid)
 
 
-def _load(reader: _ArchiveReader, map_location, weights_only: bool, mm) -> Any:
+def _load(reader: _ArchiveReader, map_location, weights_only: bool, mapped) -> Any:
     reader.check_version()
-    loader = _Loader(reader, map_location, mm)
+    loader = _Loader(reader, map_location, mapped)
     data = reader.get_record("data.pkl")
     _load_state.v3_views = {}
     try:
@@ -551,12 +560,12 @@ def load(f: FileLike, map_location: MapLocation = None, *, weights_only: bool = 
     try:
         reader = _ArchiveReader(fileobj, source, check_crc32=CHECK_CRC32)
         try:
-            mm = None
+            mapped = None
             if mmap:
                 if os.path.getsize(source) == 0:
                     raise RuntimeError(f"{source} is empty")
-                mm = _mmap.mmap(fileobj.fileno(), 0, access=_mmap.ACCESS_COPY)
-            return _load(reader, map_location, weights_only, mm)
+                mapped = _mmap.mmap(fileobj.fileno(), 0, access=_mmap.ACCESS_COPY)
+            return _load(reader, map_location, weights_only, mapped)
         finally:
             reader.close()
     finally:
