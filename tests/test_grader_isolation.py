@@ -378,6 +378,8 @@ def test_the_gradebook_keeps_what_was_graded_when_the_grader_is_killed(tmp_path)
     nbio.save(slow, subs / "b" / "00_welcome.ipynb")
     book = tmp_path / "book.csv"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["TMPDIR"] = str(tmp_path / "tmp")  # where the grader makes its private folders
+    (tmp_path / "tmp").mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "course", "grade", "--batch", str(subs), "--csv", str(book),
                              "--solutions", str(SOLUTIONS)], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -392,8 +394,12 @@ def test_the_gradebook_keeps_what_was_graded_when_the_grader_is_killed(tmp_path)
         proc.wait()
     rows = list(csv.DictReader(book.open(encoding="utf-8")))
     assert {(r["student"], r["status"]) for r in rows} == {("a", PASS)}
-    time.sleep(1)  # the supervisor's clean-up after its parent died
+    deadline = time.monotonic() + 15  # the supervisor cleans up after its parent died
+    while time.monotonic() < deadline and (list((tmp_path / "tmp").iterdir())
+                                           or any(_alive(p) for p in _pids(tmp_path / "b.pids"))):
+        time.sleep(0.2)
     assert not [p for p in _pids(tmp_path / "b.pids") if _alive(p)]
+    assert list((tmp_path / "tmp").iterdir()) == [], "the killed grader's private folder was left behind"
 
 
 # ------------------------------------------------------------------ course release

@@ -1,11 +1,12 @@
-"""The supervisor of one grading run: ``python -I -S _supervisor.py FD PARENT -- pytest ...``.
+"""The supervisor of one grading run: ``python -I -S _supervisor.py FD PARENT WORKDIR -- pytest ...``.
 
 Started by the grader in a session of its own; runs the given command (pytest, which starts the
 notebook's kernel) as its child, handing it the results pipe `FD` and closing its own copy. On
 Linux it is a *child subreaper*: a process of the run that double-forks or starts a new session
 is re-parented to the supervisor instead of to init, so it stays in the supervisor's tree. When
 the command ends, or the supervisor gets SIGTERM (the grader's time limits) or its parent dies,
-every process of that tree is killed, then the supervisor exits with the command's status.
+every process of that tree is killed, then the supervisor exits with the command's status. If the
+grader died, nobody else will remove the notebook's private folder WORKDIR: the supervisor does.
 
 Standard library only and run with ``-I -S``: nothing of the course, the notebook or site-packages
 is imported.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import shutil
 import signal
 import sys
 import time
@@ -99,7 +101,7 @@ def _kill_tree(child: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    fd, parent = int(argv[0]), int(argv[1])
+    fd, parent, workdir = int(argv[0]), int(argv[1]), argv[2]
     cmd = argv[argv.index("--") + 1:]
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -138,6 +140,8 @@ def main(argv: list[str]) -> int:
         if child > 0:
             _kill_tree(child)
         _reap()
+        if os.getppid() != parent and os.path.basename(workdir).startswith("course-grade-"):
+            shutil.rmtree(workdir, ignore_errors=True)  # the grader is gone
     return status
 
 

@@ -494,7 +494,8 @@ def _run_pytest(nb: nbformat.NotebookNode, name: str, snap: CourseSnapshot, limi
     os.write(nonce_w, f"{nonce}\n".encode())
     os.close(nonce_w)
     env[_FD_ENV] = str(write_fd)
-    cmd = [sys.executable, "-I", "-S", str(lib / "course" / "_supervisor.py"), str(write_fd), str(os.getpid()), "--",
+    cmd = [sys.executable, "-I", "-S", str(lib / "course" / "_supervisor.py"), str(write_fd), str(os.getpid()),
+           str(run_dir.parent), "--",
            sys.executable, "-m", "pytest", name,
            "--nbval-lax", "--nbval-current-env", f"--nbval-cell-timeout={limits.cell_timeout:g}",
            "--noconftest", "-c", str(ini), "--rootdir", str(nbdir),
