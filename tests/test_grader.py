@@ -10,6 +10,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -409,3 +410,13 @@ def test_build_refuses_a_malformed_source(tmp_path, old, new, message):
     with pytest.raises(CourseError, match=re.escape(message)):
         build(chapters, solutions)
     assert not solutions.exists()
+
+
+def test_make_student_skips_hidden_notebooks(tmp_path):
+    """A hidden *.ipynb in solutions/ (an editor's or a grader's temporary copy) is no chapter."""
+    sol, nb = tmp_path / "solutions", tmp_path / "notebooks"
+    sol.mkdir()
+    shutil.copy(SOLUTIONS / "00_welcome.ipynb", sol / "00_welcome.ipynb")
+    shutil.copy(SOLUTIONS / "00_welcome.ipynb", sol / ".00_welcome.1a2b.graded.ipynb")
+    assert make_student(sol, nb) == ["00_welcome.ipynb (missing)"]
+    assert sorted(p.name for p in nb.iterdir()) == ["00_welcome.ipynb"]

@@ -82,7 +82,8 @@ def make_student(solutions_dir: Path, notebooks_dir: Path, check: bool = False) 
     With `check`, write nothing and return the names that are out of date
     (or missing, or without a solutions notebook). Otherwise return the names written.
     """
-    sources = sorted(solutions_dir.glob("*.ipynb"))
+    # Hidden files are not chapters (editors' and older graders' temporary copies).
+    sources = sorted(p for p in solutions_dir.glob("*.ipynb") if not p.name.startswith("."))
     if not sources:
         raise CourseError(f"no notebooks in {solutions_dir}")
     changed: list[str] = []
