@@ -121,8 +121,13 @@ class Tensor:
                 a = data[self._offset:self._offset + n].reshape(shape)
             else:
                 isz = self.dtype.itemsize
-                a = as_strided(data[self._offset:], shape, tuple(s * isz for s in self._stride),
-                               writeable=True)
+                strides = tuple(s * isz for s in self._stride)
+                try:
+                    # the ndarray constructor over the storage's buffer: ten times cheaper than
+                    # as_strided, and it checks that the view stays inside the storage
+                    a = _ndarray(shape, data.dtype, data, self._offset * isz, strides)
+                except (ValueError, TypeError):
+                    a = as_strided(data[self._offset:], shape, strides, writeable=True)
             self._npc = a
         return a
 
@@ -471,6 +476,7 @@ def _make_plain(storage, offset: int, shape: tuple, stride: tuple, dtype: D.dtyp
 
 
 _new_object = object.__new__
+_ndarray = np.ndarray
 _dispatcher._Tensor = Tensor
 _common.Tensor = Tensor
 _common._make_plain = _make_plain

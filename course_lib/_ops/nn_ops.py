@@ -426,9 +426,14 @@ def nll_loss_forward(self, target, weight, reduction, ignore_index):
     if valid.any() and (tt.min() < 0 or tt.max() >= C):
         bad = tt[(tt < 0) | (tt >= C)][0]
         raise IndexError(f"Target {bad} is out of bounds.")
-    picked = np.take_along_axis(xl, tt[..., None], axis=-1)[..., 0]
-    w = weight._np()[tt] if weight is not None else np.ones_like(picked)
-    w = np.where(valid, w, 0).astype(x.dtype)
+    if x.ndim == 2 and tt.ndim == 1:
+        picked = x[np.arange(x.shape[0]), tt]   # (N, C): one fancy index
+    else:
+        picked = np.take_along_axis(xl, tt[..., None], axis=-1)[..., 0]
+    if weight is not None:
+        w = np.where(valid, weight._np()[tt], 0).astype(x.dtype)
+    else:
+        w = valid.astype(x.dtype)
     losses = -picked * w
     if reduction == 0:
         out = losses.reshape(target._shape)
@@ -454,8 +459,10 @@ def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index
     C = self._shape[-1] if squeeze else self._shape[1]
     valid = t != ignore_index
     tt = np.where(valid, t, 0)
-    w = weight._np()[tt] if weight is not None else np.ones(tt.shape, x.dtype)
-    w = np.where(valid, w, 0).astype(x.dtype)
+    if weight is not None:
+        w = np.where(valid, weight._np()[tt], 0).astype(x.dtype)
+    else:
+        w = valid.astype(x.dtype)
     g = grad_output._np()
     if reduction == 0:
         coef = -w * g.reshape(tt.shape)
@@ -464,7 +471,10 @@ def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index
     else:
         coef = -w * g
     gl = np.zeros(tt.shape + (C,), x.dtype)
-    np.put_along_axis(gl, tt[..., None], coef[..., None].astype(x.dtype), axis=-1)
+    if gl.ndim == 2:
+        gl[np.arange(gl.shape[0]), tt] = coef.astype(x.dtype)   # (N, C): one fancy index
+    else:
+        np.put_along_axis(gl, tt[..., None], coef[..., None].astype(x.dtype), axis=-1)
     gx = np.moveaxis(gl, -1, 1)
     if squeeze:
         gx = gx[0]
