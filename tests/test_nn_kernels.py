@@ -43,3 +43,18 @@ def test_max_pool_indices_with_ties_and_nan_match_the_argmax_rule():
     out, idx = F.max_pool2d(cl.tensor(x), 2, return_indices=True)
     assert idx.tolist() == [[[[1, 2], [8, 11]]]]
     assert np.isnan(out.numpy()[0, 0, 1, 1])
+
+
+@pytest.mark.parametrize("shape", [(3,), (1,), (2, 3), (1, 3), (2, 1), (1, 1), (), (4,), (2, 2), (3, 3), (3, 2, 3)])
+def test_addmm_accepts_what_broadcasts_and_words_errors_like_torch(shape):
+    # addmm checks the shape of self without building an expanded view when it broadcasts
+    torch = pytest.importorskip("torch")
+    args = (np.zeros(shape, np.float32), np.ones((2, 5), np.float32), np.ones((5, 3), np.float32))
+    try:
+        expected = torch.addmm(*(torch.from_numpy(a) for a in args)).numpy()
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError) as got:
+            cl.addmm(*(cl.tensor(a) for a in args))
+        assert str(got.value) == str(e)
+        return
+    np.testing.assert_array_equal(cl.addmm(*(cl.tensor(a) for a in args)).numpy(), expected)

@@ -129,7 +129,9 @@ def _addmm_check(self, mat1, mat2):
                            f"{mat2.dtype._tensor_name}")
     _mm_check(mat1, mat2)
     out = (mat1._shape[0], mat2._shape[1])
-    if self._shape != out:
+    sh = self._shape
+    if sh != out and not (len(sh) == 1 and sh[0] in (1, out[1])) and not (len(sh) == 2 and sh[0] in (1, out[0])
+                                                                       and sh[1] in (1, out[1])):
         _expand_op().cpu(self, out)  # PyTorch's errors when self does not broadcast to the result
     return out
 

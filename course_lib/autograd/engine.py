@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import heapq
 
-from .._ops.dispatcher import grad_state
+import numpy as np
+
+from .._ops.common import wrap
+from .._ops.dispatcher import _mode_stack, grad_state
 from .graph import AccumulateGrad, gradient_edge
 
 _Tensor = None
@@ -44,12 +47,9 @@ def _validate_root(out, grad, i):
 
 def _ones(out):
     """The implicit gradient of a scalar output: a 1 of its shape and dtype."""
-    from .._ops.dispatcher import _mode_stack
     if out._storage.data is None or _mode_stack:  # meta, or a mode (tracing) that should see the op
         from .._creation import ones_like
         return ones_like(out)
-    import numpy as np
-    from .._ops.common import wrap
     return wrap(np.ones(out._shape, dtype=out.dtype.np), out.dtype)
 
 

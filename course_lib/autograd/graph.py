@@ -73,7 +73,6 @@ class SavedTensor:
             return
         self.unpack_hook = None
         if is_output:
-            from .._tensor import Tensor
             a = Tensor._make(t._storage, t._offset, t._shape, t._stride, t.dtype, t._base, t._vc)
             a._npc = t._npc
             self.tensor = a
@@ -98,7 +97,6 @@ class SavedTensor:
                 "the operation that failed to compute its gradient, with "
                 "torch.autograd.set_detect_anomaly(True, check_nan=False).")
         if self.is_output:
-            from .._tensor import Tensor
             out = Tensor._make(t._storage, t._offset, t._shape, t._stride, t.dtype, t._base, t._vc)
             out._npc = t._npc
             out.grad_fn = node
@@ -149,7 +147,10 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
 
 _FREED_MARK = object()
 
+from .._ops.common import wrap  # noqa: E402
+from .._ops.dispatcher import _mode_stack  # noqa: E402
 from .._ops.dispatcher import grad_state as _grad_state  # noqa: E402
+from .._tensor import Tensor  # noqa: E402
 
 
 class Node:
@@ -333,7 +334,6 @@ def _stealable(g) -> bool:
 
 def _detached_root_layout(g):
     """A plain (non-view) tensor over ``g``'s storage, which nobody else holds (see ``_stealable``)."""
-    from .._tensor import Tensor
     t = Tensor._make(g._storage, 0, g._shape, g._stride, g.dtype)
     t._npc = g._npc
     return t
@@ -341,16 +341,9 @@ def _detached_root_layout(g):
 
 def _fresh_copy(g):
     """A contiguous copy of ``g`` with its own storage and no history (no dispatch: hot path)."""
-    if g._storage.data is None or _dispatch_modes():  # meta tensors, or a mode that wants to see the op
+    if g._storage.data is None or _mode_stack:  # meta tensors, or a mode that wants to see the op
         return g.detach().clone()
-    from .._ops.common import wrap
-    import numpy as np
     return wrap(np.array(g._np(), order="C"), g.dtype)
-
-
-def _dispatch_modes() -> bool:
-    from .._ops.dispatcher import _mode_stack
-    return bool(_mode_stack)
 
 
 def grad_accumulator(t) -> AccumulateGrad:
