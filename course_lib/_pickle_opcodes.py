@@ -54,6 +54,14 @@ _ARGUMENT_BYTES = {
     NONE: 0, NEWTRUE: 0, NEWFALSE: 0, EMPTY_TUPLE: 0, EMPTY_LIST: 0, EMPTY_DICT: 0, EMPTY_SET: 0, TUPLE: 0,
     TUPLE1: 0, TUPLE2: 0, TUPLE3: 0, BINGET: 1, LONG_BINGET: 4, BINPUT: 1, LONG_BINPUT: 4, NEWOBJ: 0, PROTO: 1,
 }
+_MAX_ARGUMENT_BYTES = max(_ARGUMENT_BYTES.values())
+
+
+#: The readers of fixed-size arguments: ``_read_uint32(data, at)[0]``, ...
+_read_uint16 = struct.Struct("<H").unpack_from
+_read_uint32 = struct.Struct("<I").unpack_from
+_read_int32 = struct.Struct("<i").unpack_from
+_read_float64 = struct.Struct(">d").unpack_from  # BINFLOAT is big-endian
 
 
 def _truncated(at: int, k: int, n: int) -> UnpicklingError:
@@ -140,7 +148,7 @@ class _DataOpcodes:
         return pos + 1
 
     def load_long_binput(self, pos: int) -> int:
-        self.memo[int.from_bytes(self._data[pos:pos + 4], "little")] = self.stack[-1]
+        self.memo[_read_uint32(self._data, pos)[0]] = self.stack[-1]
         return pos + 4
 
     def load_binget(self, pos: int) -> int:
@@ -148,7 +156,7 @@ class _DataOpcodes:
         return pos + 1
 
     def load_long_binget(self, pos: int) -> int:
-        self.stack.append(self.memo[int.from_bytes(self._data[pos:pos + 4], "little")])
+        self.stack.append(self.memo[_read_uint32(self._data, pos)[0]])
         return pos + 4
 
     # -- numbers, strings, constants ---------------------------------------------------------
@@ -157,11 +165,11 @@ class _DataOpcodes:
         return pos + 1
 
     def load_binint2(self, pos: int) -> int:
-        self.stack.append(int.from_bytes(self._data[pos:pos + 2], "little"))
+        self.stack.append(_read_uint16(self._data, pos)[0])
         return pos + 2
 
     def load_binint(self, pos: int) -> int:
-        self.stack.append(int.from_bytes(self._data[pos:pos + 4], "little", signed=True))
+        self.stack.append(_read_int32(self._data, pos)[0])
         return pos + 4
 
     def load_long1(self, pos: int) -> int:
@@ -171,12 +179,12 @@ class _DataOpcodes:
         return end
 
     def load_binfloat(self, pos: int) -> int:
-        self.stack.append(struct.unpack(">d", self._data[pos:pos + 8])[0])
+        self.stack.append(_read_float64(self._data, pos)[0])
         return pos + 8
 
     def load_binunicode(self, pos: int) -> int:
         data = self._data
-        end = _end_of(data, pos + 4, int.from_bytes(data[pos:pos + 4], "little"))
+        end = _end_of(data, pos + 4, _read_uint32(data, pos)[0])
         self.stack.append(str(data[pos + 4:end], "utf-8", "surrogatepass"))
         return end
 

@@ -25,7 +25,9 @@ whatever the file says.  This unpickler runs the same machine, but:
    on them fails; no file can change a tensor's dtype, shape or storage except through
    those checks.
 3. Only the protocol-2 opcodes that ``torch.save`` emits are understood; any
-   other byte is refused (``Unsupported operand 149`` is protocol 4's FRAME).
+   other byte is refused (``Unsupported operand 149`` is protocol 4's FRAME).  The
+   ones that only build data (numbers, strings, containers, the memo) are in
+   ``course_lib/_pickle_opcodes.py``; the ones above are here, in :class:`Unpickler`.
 4. Persistent ids (``BINPERSID``) must be ``('storage', ...)`` tuples.
 
 course_lib adds guards PyTorch does not have: malformed or truncated data always
@@ -43,9 +45,9 @@ from collections import Counter, OrderedDict
 from pickle import UnpicklingError
 from typing import Any, Callable
 
-from ._pickle_opcodes import (_ARGUMENT_BYTES, _ARGUMENT_BYTES_BY_CODE, _OPNAMES, BINUNICODE, GLOBAL, LONG1,
-                              SHORT_BINSTRING, STOP, _DataOpcodes, _end_of, _opcode_table, _read_line, _Stop,
-                              _truncated)
+from ._pickle_opcodes import (_ARGUMENT_BYTES, _ARGUMENT_BYTES_BY_CODE, _MAX_ARGUMENT_BYTES, _OPNAMES, BINUNICODE,
+                              GLOBAL, LONG1, SHORT_BINSTRING, STOP, _DataOpcodes, _end_of, _opcode_table, _read_line,
+                              _Stop, _truncated)
 from ._pickle_opcodes import MAX_SHARED_TUPLE_ITEMS, MAX_TUPLE_DEPTH  # noqa: F401 (the limits the docstring names)
 from ._tensor import Tensor
 from ._utils import IMPORT_MAPPING, NAME_MAPPING, _star_args, _tensor_set_, _tensor_setstate, shown
@@ -337,6 +339,11 @@ class Unpickler(_DataOpcodes):
         handlers, argument_bytes = _HANDLERS, _ARGUMENT_BYTES_BY_CODE
         pos = 0
         try:
+            # Until the last few bytes, every fixed-size argument (8 bytes at most) is inside the
+            # data: no check.  In the last bytes, check that the opcode's argument is there.
+            unchecked_end = n - 1 - _MAX_ARGUMENT_BYTES
+            while pos < unchecked_end:
+                pos = handlers[data[pos]](self, pos + 1)
             while pos < n:
                 op = data[pos]
                 if pos + argument_bytes[op] >= n:
