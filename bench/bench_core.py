@@ -14,7 +14,7 @@ def _inputs(shape, seed=0):
     return a, b
 
 
-@workload("add, 10 float32 (per-op overhead)", target_us=5.0)
+@workload("add, 10 float32 (per-op overhead)", target_us=5.0, note="target: <= 1.5x torch")
 def add_small(quick: bool):
     an, bn = _inputs(10)
     a, b = cl.tensor(an), cl.tensor(bn)
