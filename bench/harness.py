@@ -503,14 +503,15 @@ def _schedule(n_groups: int, settings: tuple, impls: list[str], rounds: int):
 
 def run(workloads: Iterable[Workload], *, quick: bool = False, repeat: int | None = None,
         rounds: int | None = None, threads: str = "1", self_check: bool = False, min_time: float = 0.02,
-        progress: Callable[[str], None] | None = None) -> Rows:
+        libraries: Iterable[str] | None = None, progress: Callable[[str], None] | None = None) -> Rows:
     """Time ``workloads``: every implementation in fresh child processes, ``rounds`` rounds.
 
     ``threads`` is ``"1"``, ``"default"`` or ``"both"``.  A child times the workloads of one
     module (``quick``: of all modules) for one library: ``repeat`` samples of calls lasting about
     ``min_time`` seconds each.  Rows report the median over rounds of each child's median.
     ``quick``: tiny sizes, one round, one call.  ``self_check``: also time torch's 512x512 matmul
-    through the harness and in a standalone process (``Rows.checks``).
+    through the harness and in a standalone process (``Rows.checks``).  ``libraries``: a subset of
+    ``("course_lib", "numpy", "torch")`` to time (default: all; torch only if installed).
     """
     ws = list(workloads)
     for w in ws:
@@ -523,7 +524,12 @@ def run(workloads: Iterable[Workload], *, quick: bool = False, repeat: int | Non
     rounds = 1 if quick else (rounds or 3)
     repeat = 1 if quick else (repeat or 3)
     has_torch = _torch_installed()
-    impls = [i for i in IMPLS if i != "torch" or has_torch]
+    wanted = IMPLS if libraries is None else tuple(libraries)
+    unknown = set(wanted) - set(IMPLS)
+    if unknown:
+        raise ValueError(f"unknown libraries {sorted(unknown)}: choose from {IMPLS}")
+    impls = [i for i in IMPLS if i in wanted and (i != "torch" or has_torch)]
+    has_torch = has_torch and "torch" in impls
     groups = _groups(ws, quick)
     self_check = self_check and has_torch
     acc: dict = {}          # (setting, workload index, impl) -> per-round data
