@@ -105,6 +105,8 @@ SAMPLES = {
     "flip": [(T(3, 4), (0, 1))],
     "softmax": [(T(2, 3), 1)],
     "log_softmax": [(T(2, 3), 0)],
+    "_log_softmax_backward_data": [(T(2, 3), T(2, 3), 1, cl.float32)],
+    "threshold_backward": [(T(2, 3), T(2, 3), 0)],
     "convolution": [(T(1, 2, 5, 5), T(3, 2, 3, 3), T(3), (1, 1), (1, 1), (1, 1), False, (0, 0), 1)],
     "max_pool2d_with_indices": [(T(1, 2, 4, 4), (2, 2))],
     "avg_pool2d": [(T(1, 2, 4, 4), (2, 2))],

@@ -58,3 +58,35 @@ def test_addmm_accepts_what_broadcasts_and_words_errors_like_torch(shape):
         assert str(got.value) == str(e)
         return
     np.testing.assert_array_equal(cl.addmm(*(cl.tensor(a) for a in args)).numpy(), expected)
+
+
+@pytest.mark.parametrize("dtype", [cl.float32, cl.float64])
+def test_fused_backward_kernels_give_the_formula_values_bit_for_bit(dtype):
+    # ReluBackward0 and LogSoftmaxBackward0 run threshold_backward / _log_softmax_backward_data when no
+    # graph of the backward is recorded, and the differentiable formula under create_graph=True
+    cl.manual_seed(0)
+    x = cl.randn(5, 7, dtype=dtype) * 3
+    g = cl.randn(5, 7, dtype=dtype)
+    for f in (lambda t: t.relu(), lambda t: t.log_softmax(1), lambda t: t.log_softmax(0),
+              lambda t: F.cross_entropy(t.relu() * 2, cl.tensor([0, 1, 2, 3, 4])).expand(5, 7)):
+        a = x.clone().requires_grad_()
+        f(a).backward(g)
+        b = x.clone().requires_grad_()
+        (gb,) = cl.autograd.grad(f(b), b, g, create_graph=True)
+        np.testing.assert_array_equal(a.grad.numpy(), gb.detach().numpy())
+
+
+def test_backward_kernels_are_the_ops_a_mode_sees():
+    from course_lib.utils import LoggingMode
+    x = cl.randn(3, 4, requires_grad=True)
+    y = F.cross_entropy(x.relu(), cl.tensor([0, 1, 2]))
+    seen = []
+
+    class Names(LoggingMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func.name)
+            return func(*args)
+
+    with Names():
+        y.backward()
+    assert "_log_softmax_backward_data" in seen and "threshold_backward" in seen

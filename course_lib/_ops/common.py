@@ -207,8 +207,8 @@ def wrap_dim(dim: int, ndim: int) -> int:
 
 def wrap_dims(dims, ndim: int) -> tuple:
     if isinstance(dims, int):
-        dims = (dims,)
-    out = tuple(wrap_dim(d, ndim) for d in dims)
+        return (wrap_dim(dims, ndim),)
+    out = tuple([wrap_dim(d, ndim) for d in dims])
     if len(set(out)) != len(out):
         raise RuntimeError(f"dim {out[0]} appears multiple times in the list of dims")
     return out

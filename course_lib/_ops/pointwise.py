@@ -559,6 +559,19 @@ def relu(self):
     return wrap(np.maximum(a, a.dtype.type(0)), self.dtype)
 
 
+@register("threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor", variants=(),
+          meta=lambda grad_output, self, threshold: empty_meta(grad_output._shape, grad_output.dtype))
+def threshold_backward(grad_output, self, threshold):
+    """grad_output where self > threshold, else 0: what ``ReluBackward0`` runs (with threshold 0)
+    when no graph of the backward is recorded.
+
+    Deliberate difference: computed as grad * (self > threshold), the value of the formula
+    ``g * (result > 0)`` it replaces, so a NaN gradient stays NaN where PyTorch's kernel gives 0.
+    """
+    g = grad_output._np()
+    return wrap(np.multiply(g, self._np() > threshold), grad_output.dtype)
+
+
 @register("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", meta=None,
           inplace="clamp_", kind="pointwise")
 def clamp(self, min=None, max=None):  # noqa: A002

@@ -17,6 +17,8 @@ from .common import empty_meta, wrap, wrap_dim, wrap_dims
 from .registry import register
 
 _T = None
+_add_reduce = np.add.reduce
+
 
 def _return_type(name: str):
     """A (values, indices) named tuple printed like ``torch.return_types.max``."""
@@ -97,7 +99,8 @@ def sum(self, dim=None, keepdim=False, dtype=None):  # noqa: A001
     """Sum over ``dim`` (all dims by default); integers and bools sum to int64."""
     axis, dims = _axes(self, dim)
     dt = _sum_dtype(self, dtype)
-    return _finish(np.sum(self._np(), axis=axis, keepdims=keepdim, dtype=dt.np), self, axis, dims, keepdim, dt)
+    # np.add.reduce is what np.sum calls, without np.sum's Python-level argument handling
+    return _finish(_add_reduce(self._np(), axis=axis, dtype=dt.np, keepdims=keepdim), self, axis, dims, keepdim, dt)
 
 
 @register("mean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",

@@ -601,8 +601,8 @@ def softmax(self, dim, dtype=None):
     a = self._np().astype(dt.np, copy=False)
     if not self._shape:
         return wrap(np.ones((), dt.np), dt)
-    e = np.exp(a - a.max(axis=d, keepdims=True)) if a.size else a.copy()
-    e /= e.sum(axis=d, keepdims=True)
+    e = np.exp(a - np.maximum.reduce(a, axis=d, keepdims=True)) if a.size else a.copy()
+    e /= np.add.reduce(e, axis=d, keepdims=True)
     return wrap(e, dt)
 
 
@@ -616,9 +616,24 @@ def log_softmax(self, dim, dtype=None):
         return wrap(np.zeros((), dt.np), dt)
     if not a.size:
         return wrap(a.copy(), dt)
-    s = a - a.max(axis=d, keepdims=True)
-    s -= np.log(np.exp(s).sum(axis=d, keepdims=True))
+    s = a - np.maximum.reduce(a, axis=d, keepdims=True)
+    s -= np.log(np.add.reduce(np.exp(s), axis=d, keepdims=True))
     return wrap(s, dt)
+
+
+@register("_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor",
+          variants=(), meta=lambda grad_output, output, dim, input_dtype: empty_meta(output._shape, output.dtype))
+def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
+    """The gradient of log_softmax in one kernel: grad - exp(output) * grad.sum(dim).
+
+    What ``LogSoftmaxBackward0`` runs when no graph of the backward is recorded (PyTorch's op of the
+    same name); the same numpy calls as the formula's ops, so the values are identical.
+    """
+    g = grad_output._np()
+    d = wrap_dim(dim, len(output._shape))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        r = np.subtract(g, np.multiply(np.exp(output._np()), np.add.reduce(g, axis=d, dtype=g.dtype, keepdims=True)))
+    return wrap(r, grad_output.dtype)
 
 
 # ---------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 
+from .._ops.dispatcher import dispatch, grad_state
 from .._ops.registry import OPS
 from .variable_type import Derivative, autograd_kernel, sum_to_size
 
@@ -338,7 +339,9 @@ def _sigmoid(ctx, g):
 
 @_unary("relu", "ReluBackward0", save_result=True)
 def _relu(ctx, g):
-    return g * (ctx.result > 0)
+    if grad_state.enabled:
+        return g * (ctx.result > 0)   # create_graph: ops that can be differentiated again
+    return dispatch(OPS["threshold_backward"], (g, ctx.result, 0))
 
 
 @_unary("erf", "ErfBackward0")
@@ -528,7 +531,9 @@ def _log_softmax(ctx, g):
     r = ctx.result
     if not r._shape:
         return g * 0
-    return g - r.exp() * g.sum(ctx.dim, keepdim=True)
+    if grad_state.enabled:
+        return g - r.exp() * g.sum(ctx.dim, keepdim=True)   # create_graph: differentiable ops
+    return dispatch(OPS["_log_softmax_backward_data"], (g, r, ctx.dim, r.dtype))
 
 
 # ---------------------------------------------------------------------------
