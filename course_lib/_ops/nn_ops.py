@@ -419,8 +419,6 @@ def nll_loss_forward(self, target, weight, reduction, ignore_index):
         x = x[None]
         t = t.reshape(1)
     C = x.shape[1]
-    # move the class dim last: (N, d1.., C)
-    xl = np.moveaxis(x, 1, -1)
     valid = t != ignore_index
     tt = np.where(valid, t, 0)
     if valid.any() and (tt.min() < 0 or tt.max() >= C):
@@ -429,6 +427,7 @@ def nll_loss_forward(self, target, weight, reduction, ignore_index):
     if x.ndim == 2 and tt.ndim == 1:
         picked = x[np.arange(x.shape[0]), tt]   # (N, C): one fancy index
     else:
+        xl = np.moveaxis(x, 1, -1)   # the class dim last: (N, d1.., C)
         picked = np.take_along_axis(xl, tt[..., None], axis=-1)[..., 0]
     if weight is not None:
         w = np.where(valid, weight._np()[tt], 0).astype(x.dtype)
@@ -473,9 +472,10 @@ def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index
     gl = np.zeros(tt.shape + (C,), x.dtype)
     if gl.ndim == 2:
         gl[np.arange(gl.shape[0]), tt] = coef.astype(x.dtype)   # (N, C): one fancy index
+        gx = gl
     else:
         np.put_along_axis(gl, tt[..., None], coef[..., None].astype(x.dtype), axis=-1)
-    gx = np.moveaxis(gl, -1, 1)
+        gx = np.moveaxis(gl, -1, 1)
     if squeeze:
         gx = gx[0]
     return wrap(np.ascontiguousarray(gx), self.dtype)

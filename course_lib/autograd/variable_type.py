@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import weakref
 
-from .._ops.dispatcher import backend, grad_state
+import numpy as np
+
+from .._ops.common import wrap
+from .._ops.dispatcher import _mode_stack, backend, grad_state
 from .graph import AccumulateGrad, Node, SavedTensor, _seq, gradient_edge
 
 _Tensor = None
@@ -139,12 +142,20 @@ def _fit_to_inputs(node, grads) -> tuple:
 
 
 def sum_to_size(g, shape: tuple):
-    """Undo broadcasting: sum ``g`` over the dims that were added or expanded from size 1."""
+    """Undo broadcasting: sum ``g`` over the dims that were added or expanded from size 1.
+
+    As PyTorch's ``sum_to``: ``sum(dims, keepdim=True)`` then ``view(shape)``.  When no graph of the
+    backward is recorded and no mode watches, the same numpy reduction runs without the two dispatches.
+    """
     lead = len(g._shape) - len(shape)
     dims = list(range(lead))
     for i, s in enumerate(shape):
         if s == 1 and g._shape[lead + i] != 1:
             dims.append(lead + i)
+    if dims and not grad_state.enabled and not _mode_stack and g._storage.data is not None \
+            and g.dtype.is_floating_point:
+        a = g._np()
+        return wrap(_add_reduce(a, axis=tuple(dims), dtype=a.dtype, keepdims=True).reshape(shape), g.dtype)
     if dims:
         g = g.sum(tuple(dims), keepdim=True)
     if lead:
@@ -248,6 +259,7 @@ def _record(d: Derivative, args: tuple, out):
 
 
 _NO_EDGE = (None, 0)
+_add_reduce = np.add.reduce
 
 
 # ---------------------------------------------------------------------------
