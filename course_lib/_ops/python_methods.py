@@ -12,7 +12,7 @@ import warnings
 from .. import _dtype as D
 from .dispatcher import dispatch
 from .registry import OPS
-from . import tensor_ops
+from . import indexing
 
 _T = None
 
@@ -262,8 +262,8 @@ def install(tensor_cls, namespace: dict) -> None:
     T.__abs__ = lambda self: dispatch(OPS["abs"], (self,))
     T.__invert__ = _invert
     T.cuda = _cuda
-    T.__getitem__ = tensor_ops.getitem
-    T.__setitem__ = tensor_ops.setitem
+    T.__getitem__ = indexing.getitem
+    T.__setitem__ = indexing.setitem
     T.__hash__ = lambda self: id(self)
 
     T.to = to

@@ -311,7 +311,7 @@ def _inplace(op, args: tuple):
         if node is not None:
             _keep_original_self(node, self)
         # write the values into self, then move self's history to the new node
-        from .._ops.tensor_ops import write_inplace
+        from .._ops.inplace import write_inplace
         write_inplace(self, result)
         if node is not None:
             saved = node._saved
