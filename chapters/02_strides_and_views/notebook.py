@@ -762,7 +762,7 @@ print("x[[0, 1]] shares x's storage:", picked.untyped_storage().data_ptr() == x.
 # > **In PyTorch:** `torch/csrc/autograd/python_variable_indexing.cpp`: `THPVariable_getitem` calls
 # > `applySlicing`, which walks the index exactly like this, calling `select`, `slice` and `unsqueeze` (helpers
 # > in `aten/src/ATen/TensorIndexing.h`), and collects tensor indices for one advanced-indexing call at the end.
-# > course_lib: `apply_slicing` in `course_lib/_ops/tensor_ops.py`.
+# > course_lib: `apply_slicing` in `course_lib/_ops/indexing.py`.
 
 # %% id="ex-02-10-solution" tags=["solution"] exercise="02.10"
 def index_geometry(shape: tuple, stride: tuple, offset: int, index) -> tuple:
