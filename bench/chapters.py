@@ -63,13 +63,14 @@ for _n in ADD_SIZES:
 
 # ---------------------------------------------------------------------------- chapter 04: conv by batch
 def _floor_conv(x, w):
-    """course_lib's kernel without the framework: pad, window view, columns, one product."""
+    """course_lib's kernel without the framework: pad, window view, one (C*9, H*W) column matrix per
+    image, one batched product that writes (N, O, H*W) directly (``_contract_forward``'s batched path)."""
     N, C, H, W = x.shape
     xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
     s = xp.strides
     win = np.lib.stride_tricks.as_strided(xp, (N, C, 3, 3, H, W), s + s[2:])
-    cols = np.ascontiguousarray(win.transpose(1, 2, 3, 0, 4, 5)).reshape(C * 9, N * H * W)
-    return np.ascontiguousarray((w.reshape(w.shape[0], -1) @ cols).reshape(-1, N, H, W).swapaxes(0, 1))
+    cols = np.ascontiguousarray(win).reshape(N, C * 9, H * W)
+    return np.matmul(w.reshape(w.shape[0], -1), cols).reshape(N, -1, H, W)
 
 
 def _conv(n: int):
