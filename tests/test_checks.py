@@ -133,7 +133,7 @@ def test_failure_message_is_short_and_specific():
     with pytest.raises(CheckFailure) as info:
         check("00.1", fizzbuzz)
     lines = str(info.value).splitlines()
-    assert lines[0] == "✗ 00.1 fizzbuzz: case 3/15 failed"
+    assert lines[0] == "✗ 00.1 fizzbuzz: case 3/20 failed"
     assert lines[1:4] == ["  input:    fizzbuzz(3)", "  expected: 'Fizz'", "  got:      '3'"]
     assert lines[4].startswith("  hint:")
     # what IPython shows instead of a traceback
@@ -157,7 +157,7 @@ def test_missing_exception_is_a_failure():
     with pytest.raises(CheckFailure) as info:
         check("00.3", flat_index_no_bounds)
     msg = str(info.value)
-    assert "case 10/13 failed" in msg
+    assert "case 13/17 failed" in msg
     assert "expected: raises IndexError" in msg and "(no exception)" in msg
 
 
@@ -167,7 +167,7 @@ def test_learner_prints_do_not_change_the_success_line(capsys):
         return "FizzBuzz" if n % 15 == 0 else "Fizz" if n % 3 == 0 else "Buzz" if n % 5 == 0 else str(n)
 
     check("00.1", fizzbuzz)
-    assert capsys.readouterr().out == "✓ 00.1 fizzbuzz: 15/15 cases\n"
+    assert capsys.readouterr().out == "✓ 00.1 fizzbuzz: 20/20 cases\n"
 
 
 def test_not_attempted_is_a_check_failure():
@@ -264,3 +264,145 @@ def test_check_runtime_import_is_light():
             "    'matplotlib', 'nbformat', 'nbclient', 'jupytext', 'jupyter_client', 'pytest', 'numpy'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == ""
+
+
+# ------------------------------------------------------------------ inputs, probe and judge
+
+
+def _solution_objects():
+    """(exercise, the solution's object) for every exercise judged outside the kernel."""
+    out = []
+    for param in EXERCISES:
+        ex, path, _sources, obj_name, _expected = param.values
+        if not get_exercise(ex).legacy:
+            out.append(pytest.param(ex, path, obj_name, id=ex))
+    return out
+
+
+@pytest.mark.parametrize("ex, path, obj_name", _solution_objects())
+def test_solution_passes_with_other_seeds(ex, path, obj_name):
+    """Grading draws a secret seed: the solution passes whatever it is, with the same line."""
+    ns = _solution_namespace(path)
+    lines = {run_check(ex, ns[obj_name], seed=seed) for seed in (1, 2, 2**63 - 1)}
+    assert len(lines) == 1
+
+
+def test_inputs_change_with_the_seed():
+    ex = get_exercise("00.1")
+    assert [t.args for t in ex.trials(1)] != [t.args for t in ex.trials(2)]
+    assert [t.args for t in ex.trials(1)] == [t.args for t in ex.trials(1)]
+
+
+def test_hard_coded_answers_fail_on_other_seeds():
+    """A function that only knows the self-study inputs fails when grading draws other ones."""
+    from course.checks import SELF_STUDY_SEED
+
+    answers = {t.args: t.expected for t in get_exercise("00.1").trials(SELF_STUDY_SEED)}
+    run_check("00.1", lambda n: answers[(n,)])
+    with pytest.raises(CheckFailure, match="KeyError"):
+        run_check("00.1", lambda n: answers[(n,)], seed=12345)
+
+
+def test_judge_never_passes_missing_or_malformed_results():
+    from course.checks import ProbeError, judge, run_probes, trials_payload
+
+    ex = get_exercise("00.3")
+    trials = ex.trials(7)
+    good = run_probes("00.3", lambda idx, shape: 0, trials_payload(ex, trials))
+    with pytest.raises(CheckFailure):
+        judge(ex, trials, good)
+    for bad in ("", "null", "[]", '{"exercise": "00.3"}', '{"exercise": "00.1", "results": []}',
+                '{"exercise": "00.3", "results": []}', good.replace('"exercise":"00.3"', '"exercise":"00.2"'),
+                '{"exercise": "00.3", "results": [{"status": "ok", "value": ["pickle", "x"]}]}',
+                '{"exercise": "00.3", "results": [{"status": "raised", "value": 1}]}'):
+        with pytest.raises(ProbeError):
+            judge(ex, trials, bad)
+
+
+def test_wire_round_trip_keeps_types():
+    import numpy as np
+
+    import course_lib as cl
+    from course import _wire
+
+    values = [None, True, 1, 2.5, float("inf"), "s", b"\x00b", (1, [2, (3,)]), {"a": 1, (1, 2): [3]}, {1, 2},
+              slice(1, None, 2), Ellipsis, 1 + 2j, np.int64(3), np.float32(1.5), np.arange(6).reshape(2, 3),
+              cl.float64, cl.Size([2, 3]), np.dtype("int32")]
+    for v in values:
+        back = _wire.loads(_wire.dumps(v))
+        assert type(back) is type(v) and (back == v if not isinstance(v, np.ndarray) else (back == v).all()), v
+    t = cl.arange(6, dtype=cl.float32).reshape(2, 3).t().requires_grad_()
+    back = _wire.loads(_wire.dumps(t))
+    assert back.dtype == cl.float32 and back.shape == (3, 2) and back.requires_grad
+    assert back.detach().numpy().tolist() == t.detach().numpy().tolist()
+    p = _wire.loads(_wire.dumps(cl.nn.Parameter(cl.zeros(2))))
+    assert type(p) is cl.nn.Parameter
+
+    class Odd:
+        def __repr__(self):
+            return "odd!"
+
+    back = _wire.loads(_wire.dumps([Odd(), (1,) * 3]))
+    assert isinstance(back[0], _wire.Opaque) and back[0].type_name == "Odd" and repr(back[0]) == "odd!"
+
+
+@pytest.mark.parametrize("text", [
+    '["opaque"]', '["ndarray", "|O", [1], "AA=="]', '["ndarray", "<i8", [2], "AA=="]', '["tensor", "Tensor", '
+    '"__class__", [1], "cpu", false, ""]', '["dtype", "__spec__"]', '["global", "os", "system"]', '["tuple"]',
+    '[1, 2]', '["dict", [[["list", []], 1]]]', "[" * 100000, '{"a": 1}',
+])
+def test_wire_refuses_what_it_does_not_know(text):
+    from course import _wire
+
+    with pytest.raises(_wire.WireError):
+        _wire.loads(text)
+
+
+FORBID_99 = """
+import course_lib as cl
+from course.checks import call, exercise
+
+@exercise("99.5", title="promote", points=1, hint="", forbid={"cl.result_type": cl.result_type})
+def _promote(rng):
+    return [call(cl.zeros(2, dtype=cl.int64), 2.5, expected=cl.float32)]
+"""
+
+
+@pytest.mark.parametrize("source", [
+    "import course_lib as cl\ndef promote(a, b):\n    return cl.result_type(a, b)",
+    "from course_lib import result_type as r\ndef promote(a, b):\n    return r(a, b)",
+    "import course_lib\nm = course_lib\ndef promote(a, b):\n    return m.result_type(a, b)",
+    "import course_lib as cl, functools\ndef promote(a, b):\n    return functools.partial(cl.result_type, a)(b)",
+    "import course_lib as cl\ndef promote(a, b):\n    return list(map(cl.result_type, [a], [b]))[0]",
+    "import course_lib as cl, types\nf = types.FunctionType(cl.result_type.__code__, cl.result_type.__globals__)\n"
+    "def promote(a, b):\n    return f(a, b)",
+])
+def test_forbidden_calls_are_caught_however_imported(tmp_path, monkeypatch, source):
+    from course import checks
+
+    monkeypatch.setattr(checks, "_REGISTRY", dict(checks._REGISTRY))
+    folder = tmp_path / "99_demo"
+    folder.mkdir()
+    (folder / "checks.py").write_text(FORBID_99)
+    monkeypatch.setenv("COURSE_CHAPTERS", str(tmp_path))
+    import sys
+
+    try:
+        ns: dict = {}
+        exec(compile(source, "<learner cell>", "exec"), ns)
+        with pytest.raises(CheckFailure, match=r"your code calls cl\.result_type, which this exercise asks"):
+            run_check("99.5", ns["promote"])
+        # course_lib calling it on the learner's behalf is not the learner calling it
+        import course_lib as cl
+        assert run_check("99.5", lambda a, b: (cl.zeros(1, dtype=a.dtype) + b).dtype).startswith("✓ 99.5")
+    finally:
+        sys.modules.pop("course_chapter99_checks", None)
+
+
+def test_grader_loads_checks_without_touching_the_registry():
+    from course import checks
+
+    source = (CHAPTERS / "00_welcome" / "checks.py").read_bytes()
+    before = dict(checks._REGISTRY)
+    found = checks.load_checks_source("00", source, str(CHAPTERS / "00_welcome" / "checks.py"))
+    assert set(found) == {"00.1", "00.2", "00.3"} and checks._REGISTRY == before

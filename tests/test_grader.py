@@ -74,7 +74,7 @@ def test_wrong_answer_fails_with_the_case(fast):
     _, res = fast["cut_and_pasted_check"]  # 00.1 is answered wrongly there
     assert _statuses(res)["00.1"] == FAIL
     msg = res.exercises[0].message
-    assert msg.startswith("✗ 00.1 fizzbuzz: case 10/15 failed")
+    assert msg.startswith("✗ 00.1 fizzbuzz: case 10/20 failed")
     assert "expected: 'FizzBuzz'" in msg and "got:      'Fizz'" in msg and "hint:" in msg
     assert "Traceback" not in msg and "File " not in msg  # IPython showed only the message
     assert res.points == 4

@@ -465,13 +465,13 @@ def test_release_has_no_solution_code_and_grades_like_the_course(tmp_path):
     assert {e["status"] for e in data["notebooks"]["exercises"]} == {NOT_ATTEMPTED}
     # proof that key/ is what it graded against: change a stored output there
     keyfile = dest / "key" / "00_welcome.ipynb"
-    keyfile.write_text(keyfile.read_text().replace("15/15 cases", "14/15 cases"))
+    keyfile.write_text(keyfile.read_text().replace("20/20 cases", "19/20 cases"))
     tampered.parent.mkdir()
     tampered.write_text(cases.correct())
     run = subprocess.run([sys.executable, "-m", "course", "grade", "other/00_welcome.ipynb", "--json", "-"],
                          cwd=dest, env=env, capture_output=True, text=True, timeout=300)
     (res,) = json.loads(run.stdout)
-    assert res["exercises"][0]["status"] == ERROR and "14/15" in res["exercises"][0]["message"]
+    assert res["exercises"][0]["status"] == ERROR and "19/20" in res["exercises"][0]["message"]
 
 
 def test_release_refuses_a_folder_in_use(tmp_path):

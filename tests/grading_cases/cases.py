@@ -99,7 +99,7 @@ def wrong_then_saved():
     """Ran the failing check and saved: the stored output is the learner's own failure."""
     nb = _solved()
     _cell(nb, "ex-00-1-solution").source = WRONG_FIZZBUZZ
-    msg = "✗ 00.1 fizzbuzz: case 10/15 failed"
+    msg = "✗ 00.1 fizzbuzz: case 10/20 failed"
     _ran(_cell(nb, "ex-00-1-check"), error=("CheckFailure", msg, [msg]), count=3)
     return _text(nb)
 
@@ -109,9 +109,9 @@ def edited_check():
     nb = _solved()
     _cell(nb, "ex-00-1-solution").source = WRONG_FIZZBUZZ
     chk = _cell(nb, "ex-00-1-check")
-    chk.source = 'print("✓ 00.1 fizzbuzz: 15/15 cases")'
+    chk.source = 'print("✓ 00.1 fizzbuzz: 20/20 cases")'
     chk.metadata["tags"] = ["check", "nbval-skip"]
-    _ran(chk, text="✓ 00.1 fizzbuzz: 15/15 cases\n", count=2)
+    _ran(chk, text="✓ 00.1 fizzbuzz: 20/20 cases\n", count=2)
     return _text(nb)
 
 

@@ -8,7 +8,8 @@ nonce. On Linux this process also makes itself non-dumpable, so that a kernel ru
 (non-root) user cannot open the pipe or read the nonce through ``/proc/<pid>/``, and asks to be
 killed if its parent, the run's supervisor, dies. Every event is one line,
 ``<nonce> <json>``: when a cell starts, and how each cell ended (outcome, the kernel's reply status,
-nbval's message, the cell's error output, each field cut to a bounded size).
+nbval's message, the cell's error output, each field cut to a bounded size; for a check cell, the
+probe's framed results whole, which the grader judges).
 
 It also adjusts nbval (0.11) for grading:
 
@@ -35,6 +36,8 @@ from queue import Empty
 sys.modules.setdefault("rfc3987_syntax", None)
 
 import pytest  # noqa: E402
+
+from course.checks import FRAME_CLOSE, FRAME_OPEN  # noqa: E402 - imported before any kernel starts
 
 FD_ENV = "COURSE_GRADER_FD"
 LIMITS_ENV = "COURSE_KERNEL_LIMITS"
@@ -258,9 +261,26 @@ def pytest_runtest_makereport(item, call):
             event["traceback"] = _cut_lines(out.get("traceback"))
         elif out.get("output_type") == "stream" and out.get("name") == "stdout":
             stdout.append(out.get("text", ""))
-    event["stdout"] = _cut("".join(stdout))
+    text = "".join(stdout)
+    event["stdout"] = _cut(text)
+    cell = getattr(item, "cell", None)
+    if cell is not None and "check" in ((cell.get("metadata") or {}).get("tags") or []):
+        event["probe_output"] = _probe_frames(text)
     _write(event)
     item.test_outputs = None  # nbval keeps every cell's outputs to the end otherwise
+
+
+def _probe_frames(text: str) -> str:
+    """The framed probe results in a check cell's stdout, whole (at most a few; the grader wants one)."""
+    frames, start = [], 0
+    while len(frames) < 3:
+        i = text.find(FRAME_OPEN, start)
+        j = text.find(FRAME_CLOSE, i + len(FRAME_OPEN)) if i >= 0 else -1
+        if j < 0:
+            break
+        frames.append(text[i:j + len(FRAME_CLOSE)])
+        start = j + len(FRAME_CLOSE)
+    return "\n".join(frames)
 
 
 def pytest_collectreport(report):

@@ -3,21 +3,38 @@
 Each chapter registers its exercises in ``chapters/NN_name/checks.py``, loaded the
 first time one of its exercises is checked::
 
-    from course.checks import case, exercise
+    from course.checks import call, exercise
 
     @exercise("00.1", title="fizzbuzz", points=1, hint="Test 15 before 3 and 5.")
-    def _fizzbuzz(fizzbuzz):
-        return [case(fizzbuzz, n, expected=_reference(n)) for n in range(1, 13)]
+    def _fizzbuzz(rng):
+        ns = [1, 3, 5, 15] + [int(n) for n in rng.integers(1, 10_000, size=4)]
+        return [call(n, expected=_REFERENCE[n % 15] or str(n)) for n in ns]
 
-The decorated function receives the LEARNER's object and returns the list of
-cases to run against it. Expected values come from literals or from the
-reference course_lib, never from the learner's object.
+A check has three parts, so that grading can keep two of them out of the learner's process:
 
-On success ``check`` prints exactly one fixed line, ``✓ 00.1 fizzbuzz: 12/12 cases``.
-On failure it raises :class:`CheckFailure` with the case, what was expected,
-what came back and the hint; in Jupyter only that message is shown. If the
-learner's object still raises ``NotImplementedError`` it raises
-:class:`NotAttempted`, which the grader reports as NOT ATTEMPTED.
+- **inputs** (the function decorated by :func:`exercise`, given a ``numpy.random.Generator``):
+  the list of :class:`Trial` s, each with the arguments to send and what the judge expects.
+  When grading, the generator is seeded with a secret drawn for that grading, so results
+  cannot be written into a notebook in advance;
+- **probe** (runs in the learner's kernel): calls the learner's object on a trial's arguments
+  and returns plain data (:mod:`course._wire` carries it): by default ``obj(*args)``; a
+  module-level function of the checks given as ``probe(fn, ...)`` for anything else (a class,
+  several steps, observations such as call counts);
+- **judge** (in the grader; in self-study, here): compares what came back with the expected
+  value and turns it into the fixed success line or a :class:`CheckFailure`.
+
+In self-study ``check`` runs all three here and prints the line (``✓ 00.1 fizzbuzz: 8/8
+cases``) or raises :class:`CheckFailure` with the case, what was expected, what came back and
+the hint; in Jupyter only that message is shown. If the learner's object still raises
+``NotImplementedError`` it raises :class:`NotAttempted` (the grader's NOT ATTEMPTED). When
+grading, the check cell calls :func:`_probe_cell` instead, which prints what the probe saw in
+one framed line; the grader reads it with :func:`course._wire.loads` and judges.
+
+An exercise may name functions the learner's code must not call (``forbid=``): the probe
+watches calls made from outside course_lib while the learner's code runs and reports them.
+
+Chapters not converted yet register a builder of the LEARNER's object (its parameter is not
+``rng``) that returns :class:`Case` s whose ``run`` calls it; those still run whole in the kernel.
 """
 from __future__ import annotations
 
@@ -32,12 +49,18 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
+from . import _wire
+from ._wire import Opaque, Raised
 from .paths import chapter_dirs, find_chapters_dir, load_chapter_module
 
 __all__ = [
-    "check", "exercise", "case", "Case", "Exercise", "CheckFailure", "NotAttempted",
-    "get_exercise", "registry", "run_check", "chapter_checks", "strict_equal",
+    "check", "exercise", "call", "probe", "Trial", "case", "Case", "Exercise", "CheckFailure", "NotAttempted",
+    "ProbeError", "get_exercise", "registry", "run_check", "chapter_checks", "strict_equal", "judge",
+    "trials_payload", "run_probes", "load_checks_source", "SELF_STUDY_SEED",
 ]
+
+#: the seed of a check's random inputs in self-study (grading draws a secret one)
+SELF_STUDY_SEED = 20260
 
 
 class CheckFailure(AssertionError):
@@ -57,6 +80,66 @@ class CheckFailure(AssertionError):
 
 class NotAttempted(CheckFailure):
     """The learner's object still raises NotImplementedError (the stub)."""
+
+
+class ProbeError(ValueError):
+    """What came back from a probe is missing or not well formed (never a pass)."""
+
+
+# ---------------------------------------------------------------- trials (inputs + what the judge expects)
+
+
+@dataclass
+class Trial:
+    """One case: the arguments sent to the kernel, how the probe uses them, and what the judge expects.
+
+    `label` reads like the call (``fizzbuzz(15)``); when empty, it is made from the exercise's
+    title and the arguments. `probe` is None (call the learner's object with the arguments) or a
+    module-level function ``probe(obj, *args, **kwargs)`` of the chapter's checks (or of this
+    module) that runs in the kernel and returns plain data. `raises` is the exception type the
+    call must raise (then `expected` is unused) and `match` its exact message, if given.
+    `compare(got, expected)` returns True, False, or a text saying what is wrong.
+    """
+
+    label: str
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    expected: Any = None
+    compare: Callable[[Any, Any], bool | str] | None = None
+    raises: type[BaseException] | None = None
+    match: str | None = None
+    probe: Callable[..., Any] | None = None
+
+
+def call(*args: Any, expected: Any = None, name: str | None = None, label: str = "",
+         compare: Callable[[Any, Any], bool | str] | None = None, raises: type[BaseException] | None = None,
+         match: str | None = None, **kwargs: Any) -> Trial:
+    """A trial calling the learner's object: ``obj(*args, **kwargs)``, labelled ``name(args)``.
+
+    `name` defaults to the exercise's title. The arguments are sent to the kernel, so each call
+    gets fresh copies: a learner's function that mutates its input cannot change the next case.
+    """
+    if name is not None and not label:
+        label = _call_label(name, args, kwargs)
+    return Trial(label, tuple(args), dict(kwargs), expected, compare, raises, match, None)
+
+
+def probe(fn: Callable[..., Any], *args: Any, expected: Any = None, label: str = "",
+          compare: Callable[[Any, Any], bool | str] | None = None, raises: type[BaseException] | None = None,
+          match: str | None = None, **kwargs: Any) -> Trial:
+    """A trial whose probe is `fn`: ``fn(obj, *args, **kwargs)`` runs in the kernel and returns plain data.
+
+    `fn` must be a module-level function of the chapter's checks (the kernel finds it by name).
+    """
+    qualname = getattr(fn, "__qualname__", "")
+    if not callable(fn) or "<" in qualname or not qualname:
+        raise ValueError(f"probe {fn!r}: a probe must be a module-level function (the kernel finds it by name)")
+    return Trial(label, tuple(args), dict(kwargs), expected, compare, raises, match, fn)
+
+
+def _call_label(name: str, args: tuple, kwargs: dict) -> str:
+    parts = [_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()]
+    return f"{name}({', '.join(parts)})"
 
 
 @dataclass
@@ -94,22 +177,77 @@ class Exercise:
     title: str
     points: int
     hint: str
-    cases: Callable[[Any], list[Case]] = field(repr=False)
+    #: ``inputs(rng) -> list[Trial]``; for a chapter not converted yet, ``cases(obj) -> list[Case]``
+    cases: Callable[[Any], list] = field(repr=False)
+    #: True: the builder takes the learner's object and the whole check runs in the kernel
+    legacy: bool = False
+    #: functions the learner's code must not call: shown name -> function
+    forbid: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def trials(self, seed: int) -> list[Trial]:
+        """The trials drawn with `seed`, each labelled."""
+        import numpy as np
+
+        trials = list(self.cases(np.random.default_rng(seed)))
+        for t in trials:
+            if not isinstance(t, Trial):
+                raise TypeError(f"exercise {self.id}: its inputs must be Trials (call(...), probe(...)), "
+                                f"not {type(t).__name__}")
+            if not t.label:
+                t.label = _call_label(self.title, t.args, t.kwargs)
+        return trials
 
 
 _REGISTRY: dict[str, Exercise] = {}
+_TARGET: list[dict[str, Exercise]] = []  # while load_checks_source runs: where @exercise registers
 
 
-def exercise(id: str, *, title: str, points: int, hint: str):
-    """Register the decorated case builder as the check of exercise `id`."""
+def exercise(id: str, *, title: str, points: int, hint: str, forbid: dict[str, Any] | list | None = None):
+    """Register the decorated function as the check of exercise `id`.
 
-    def register(fn: Callable[[Any], list[Case]]) -> Callable[[Any], list[Case]]:
-        if id in _REGISTRY:
+    The function takes ``rng`` (a ``numpy.random.Generator``) and returns the exercise's
+    :class:`Trial` s. `forbid` names functions the learner's code must not call
+    (``{"cl.result_type": cl.result_type}``; a list uses each function's qualified name).
+    """
+    import inspect
+
+    if isinstance(forbid, (list, tuple)):
+        forbid = {f"{getattr(f, '__module__', '')}.{getattr(f, '__qualname__', repr(f))}": f for f in forbid}
+
+    def register(fn: Callable[[Any], list]) -> Callable[[Any], list]:
+        target = _TARGET[-1] if _TARGET else _REGISTRY
+        if id in target:
             raise ValueError(f"exercise {id} is registered twice")
-        _REGISTRY[id] = Exercise(id, title, points, hint, fn)
+        params = list(inspect.signature(fn).parameters)
+        target[id] = Exercise(id, title, points, hint, fn, legacy=params[:1] != ["rng"], forbid=dict(forbid or {}))
         return fn
 
     return register
+
+
+def load_checks_source(chapter: str, source: bytes | str, filename: str) -> dict[str, Exercise]:
+    """The exercises a chapter's checks.py registers, run from `source` into a module of its own.
+
+    The grader loads the checks it judges with this, from the copy it read before any learner code
+    ran; the module is not put in ``sys.modules`` (the kernel's copy is the one probes run from).
+    """
+    module = ModuleType(f"course_chapter{chapter}_checks")
+    module.__file__ = filename
+    found: dict[str, Exercise] = {}
+    code = compile(source, filename, "exec")
+    name = module.__name__
+    saved = sys.modules.get(name)
+    sys.modules[name] = module  # for dataclasses and the like, while it runs
+    _TARGET.append(found)
+    try:
+        exec(code, module.__dict__)  # noqa: S102 - the course's own checks, read before grading
+    finally:
+        _TARGET.pop()
+        if saved is None:
+            sys.modules.pop(name, None)
+        else:
+            sys.modules[name] = saved
+    return found
 
 
 def chapter_checks(chapter: str, chapters: Path | None = None) -> ModuleType | None:
@@ -176,6 +314,8 @@ def _short(value: Any) -> str:
 
 
 def _describe(value: Any) -> str:
+    if isinstance(value, Opaque):
+        return f"{value.text} ({value.type_name})"
     text = _short(value)
     if isinstance(value, (list, tuple, dict, set)) or value is None or isinstance(value, (int, float, str, bool)):
         return text
@@ -281,12 +421,260 @@ def _where(exc: BaseException) -> str:
     return f" (in {f.name}, line {f.lineno})"
 
 
+# ---------------------------------------------------------------- the probe (runs in the kernel)
+
+#: what frames the probe's results on the kernel's stdout: ``@@course-probe:<base64>:@@``
+FRAME_OPEN, FRAME_CLOSE = "@@course-probe:", ":@@"
+_WIRE_VERSION = 1
+
+
+def _probe_ref(fn: Callable | None) -> str | None:
+    if fn is None:
+        return None
+    return f"{fn.__module__}:{fn.__qualname__}"
+
+
+def trials_payload(ex: Exercise, trials: list[Trial]) -> str:
+    """What a grading check cell sends the kernel: each trial's probe (by name) and arguments."""
+    import json
+
+    return json.dumps({"v": _WIRE_VERSION, "exercise": ex.id,
+                       "trials": [[_probe_ref(t.probe), _wire.encode(t.args), _wire.encode(t.kwargs)]
+                                  for t in trials]}, separators=(",", ":"))
+
+
+def _find_probe(ref: str | None, ex: Exercise) -> Callable:
+    if ref is None:
+        return _call_obj
+    module_name, _, qualname = ref.partition(":")
+    module = sys.modules.get(module_name)
+    if module_name not in (__name__, ex.cases.__module__) or module is None:
+        raise ProbeError(f"probe {ref!r} is not one of the checks'")
+    target: Any = module
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def _call_obj(obj: Any, *args: Any, **kwargs: Any) -> Any:
+    return obj(*args, **kwargs)
+
+
+def _trusted_prefixes(ex: Exercise) -> tuple[str, ...]:
+    """Files whose calls to a forbidden function do not count: course_lib itself, this package, the checks."""
+    import os
+
+    out = [os.path.dirname(os.path.abspath(__file__)) + os.sep]
+    cl = sys.modules.get("course_lib")
+    if cl is not None and getattr(cl, "__file__", None):
+        out.append(os.path.dirname(os.path.abspath(cl.__file__)) + os.sep)
+    module = sys.modules.get(ex.cases.__module__)
+    if module is not None and getattr(module, "__file__", None):
+        out.append(os.path.abspath(module.__file__))
+    return tuple(out)
+
+
+class _ForbiddenCalls:
+    """While active, records which of `forbid` is called from outside course_lib (sys.setprofile).
+
+    Python functions are matched by their code objects (so any alias, import or bound method of
+    them is caught), C functions by identity.
+    """
+
+    def __init__(self, forbid: dict[str, Any], trusted: tuple[str, ...]):
+        import inspect
+
+        self.codes: dict[Any, str] = {}
+        self.builtins: dict[int, str] = {}
+        for name, fn in forbid.items():
+            fn = getattr(fn, "__func__", fn)
+            seen = 0
+            while fn is not None and seen < 8:
+                code = getattr(fn, "__code__", None)
+                if code is not None:
+                    self.codes[code] = name
+                else:
+                    self.builtins[id(fn)] = name
+                fn, seen = getattr(fn, "__wrapped__", None), seen + 1
+        self.forbid = forbid  # keeps the builtins alive, so their ids stay theirs
+        self.trusted = trusted
+        self.seen: list[str] = []
+        self._inspect = inspect
+
+    def _outside(self, frame) -> bool:
+        return frame is None or not frame.f_code.co_filename.startswith(self.trusted)
+
+    def _profile(self, frame, event, arg):
+        if event == "call":
+            name = self.codes.get(frame.f_code)
+            if name is not None and self._outside(frame.f_back) and name not in self.seen:
+                self.seen.append(name)
+        elif event == "c_call":
+            name = self.builtins.get(id(arg))
+            if name is not None and self._outside(frame) and name not in self.seen:
+                self.seen.append(name)
+
+    def __enter__(self) -> "_ForbiddenCalls":
+        self._old = sys.getprofile()
+        if self.codes or self.builtins:
+            sys.setprofile(self._profile)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        sys.setprofile(self._old)
+
+
+def _where_text(exc: BaseException) -> str:
+    try:
+        return _where(exc)
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+def run_probes(exercise_id: str, obj: Any, payload: str) -> str:
+    """Run each trial's probe on the learner's `obj`; what each saw, as JSON text.
+
+    Each result is ``{"status": "ok"|"raised"|"not_attempted", "value": <wire>, "forbidden": [...]}``.
+    Every trial decodes its own fresh arguments. Output the learner's code prints is swallowed;
+    the first NotImplementedError ends the run.
+    """
+    import json
+
+    ex = get_exercise(exercise_id)
+    request = json.loads(payload)
+    if not isinstance(request, dict) or request.get("exercise") != exercise_id \
+            or not isinstance(request.get("trials"), list):
+        raise ProbeError("the check cell's inputs are not for this exercise")
+    results: list[dict] = []
+    trusted = _trusted_prefixes(ex)
+    for ref, args_wire, kwargs_wire in request["trials"]:
+        fn = _find_probe(ref, ex)
+        args, kwargs = _wire.decode(args_wire), _wire.decode(kwargs_wire)
+        watch = _ForbiddenCalls(ex.forbid, trusted)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), watch:
+                value = fn(obj, *args, **kwargs)
+            result = {"status": "ok", "value": _wire.encode(value)}
+        except NotImplementedError:
+            results.append({"status": "not_attempted", "value": None, "forbidden": []})
+            break
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as e:  # noqa: BLE001 - the learner's error is what is observed
+            result = {"status": "raised", "value": _wire.exception_wire(e, _where_text(e))}
+        result["forbidden"] = list(watch.seen)
+        results.append(result)
+    return json.dumps({"v": _WIRE_VERSION, "exercise": exercise_id, "results": results}, separators=(",", ":"))
+
+
+def _probe_cell(exercise_id: str, obj: Any, payload: str) -> None:
+    """What a check cell runs when graded: the probes, their results printed in one framed line."""
+    import base64
+
+    text = run_probes(exercise_id, obj, payload)
+    frame = base64.b64encode(text.encode("utf-8")).decode("ascii")
+    sys.stdout.write(f"{FRAME_OPEN}{frame}{FRAME_CLOSE}\n")
+    sys.stdout.flush()
+
+
+def read_frames(stdout: str) -> list[str]:
+    """The framed results in a check cell's stdout (the grader wants exactly one)."""
+    import base64
+    import re
+
+    out = []
+    for m in re.finditer(re.escape(FRAME_OPEN) + r"([A-Za-z0-9+/=]*)" + re.escape(FRAME_CLOSE), stdout):
+        try:
+            out.append(base64.b64decode(m.group(1), validate=True).decode("utf-8"))
+        except ValueError:
+            out.append("")
+    return out
+
+
+# ---------------------------------------------------------------- the judge (in the grader)
+
+
+def _results(text: str, exercise_id: str, n: int) -> list[dict]:
+    """The probes' results, decoded (values as Python objects); ProbeError if malformed."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError, TypeError):
+        raise ProbeError("the check's results cannot be read (not JSON)") from None
+    results = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or data.get("exercise") != exercise_id or not isinstance(results, list):
+        raise ProbeError("the check's results are not for this exercise")
+    out = []
+    for r in results:
+        if not isinstance(r, dict) or r.get("status") not in ("ok", "raised", "not_attempted"):
+            raise ProbeError("the check's results are malformed")
+        forbidden = r.get("forbidden", [])
+        if not isinstance(forbidden, list) or not all(isinstance(f, str) for f in forbidden):
+            raise ProbeError("the check's results are malformed")
+        try:
+            value = _wire.decode(r.get("value"))
+        except (_wire.WireError, RecursionError) as e:
+            raise ProbeError(f"the check's results cannot be read ({e})") from None
+        if r["status"] == "raised" and not isinstance(value, Raised):
+            raise ProbeError("the check's results are malformed")
+        out.append({"status": r["status"], "value": value, "forbidden": forbidden})
+    stopped = bool(out) and out[-1]["status"] == "not_attempted"
+    if len(out) != n and not (stopped and len(out) <= n):
+        raise ProbeError(f"the check's results hold {len(out)} cases, not {n}")
+    return out
+
+
+def judge(ex: Exercise, trials: list[Trial], results_text: str) -> str:
+    """Decide from what the probes saw: the success line, or CheckFailure / NotAttempted.
+
+    ProbeError if `results_text` is not a well-formed answer to these trials (never a pass).
+    """
+    results = _results(results_text, ex.id, len(trials))
+    head = f"{ex.id} {ex.title}"
+    hint = f"  hint:     {ex.hint}"
+    n = len(trials)
+    for i, (t, r) in enumerate(zip(trials, results), 1):
+        if r["status"] == "not_attempted":
+            raise NotAttempted(_not_attempted(head))
+        top = f"✗ {head}: case {i}/{n} failed\n  input:    {t.label}\n"
+        forbidden = [f for f in r.get("forbidden", []) if f in ex.forbid] or r.get("forbidden", [])
+        if forbidden:
+            names = ", ".join(forbidden)
+            raise CheckFailure(f"{top}  got:      your code calls {names}, which this exercise asks you not to "
+                               f"use: write it yourself\n{hint}")
+        got = r.get("value")
+        expected_raise = None
+        if t.raises is not None:
+            expected_raise = f"raises {t.raises.__name__}" + (f": {t.match}" if t.match is not None else "")
+        if r["status"] == "raised":
+            if t.raises is not None and got.is_a(t.raises) and (t.match is None or got.message == t.match):
+                continue
+            expected = expected_raise or _describe(t.expected)
+            raise CheckFailure(f"{top}  expected: {expected}\n"
+                               f"  got:      raised {got.name}: {got.message}{got.where}\n{hint}")
+        if expected_raise is not None:
+            raise CheckFailure(f"{top}  expected: {expected_raise}\n"
+                               f"  got:      {_describe(got)} (no exception)\n{hint}")
+        try:
+            verdict = (t.compare or strict_equal)(got, t.expected)
+        except Exception:  # noqa: BLE001 - a value the comparison cannot handle is not equal
+            verdict = False
+        if verdict is True or (verdict is not False and not isinstance(verdict, str) and bool(verdict)):
+            continue
+        why = f"  why:      {verdict}\n" if isinstance(verdict, str) and verdict else ""
+        raise CheckFailure(f"{top}  expected: {_describe(t.expected)}\n  got:      {_describe(got)}\n"
+                           f"{why}{_difference_line(got, t.expected) if not why else ''}{hint}")
+    return f"✓ {head}: {n}/{n} cases"
+
+
 # ---------------------------------------------------------------- running
 
 
-def run_check(exercise_id: str, obj: Any) -> str:
-    """Run every case; return the success line or raise CheckFailure/NotAttempted."""
-    ex = get_exercise(exercise_id)
+
+
+def _run_legacy(ex: Exercise, obj: Any) -> str:
+    """A chapter not converted yet: build the cases from the learner's object and run them here."""
     head = f"{ex.id} {ex.title}"
     hint = f"  hint:     {ex.hint}"
     try:
@@ -354,3 +742,16 @@ def check(exercise_id: str, obj: Any) -> None:
     line = run_check(exercise_id, obj)
     sys.stdout.write(line + "\n")  # one write: one stream message
     sys.stdout.flush()
+
+
+def run_check(exercise_id: str, obj: Any, seed: int | None = None) -> str:
+    """Inputs, probe and judge, all here; return the success line or raise CheckFailure/NotAttempted.
+
+    `seed` draws the random inputs (default :data:`SELF_STUDY_SEED`). Inputs and results go
+    through the wire format both ways, as when grading, so what passes here passes there.
+    """
+    ex = get_exercise(exercise_id)
+    if ex.legacy:
+        return _run_legacy(ex, obj)
+    trials = ex.trials(SELF_STUDY_SEED if seed is None else seed)
+    return judge(ex, trials, run_probes(exercise_id, obj, trials_payload(ex, trials)))

@@ -46,6 +46,7 @@ from typing import Callable
 import nbformat
 
 from . import _isolation as iso
+from . import checks as chk
 from . import notebook as nbio
 from .paths import CourseError, chapter_dirs, chapter_of_name, find_solutions_dir
 from .student import stub_source
@@ -158,6 +159,8 @@ class CourseSnapshot:
     data: iso.FileSnapshot  # files beside the course's learner notebooks (data a chapter reads)
     titles: dict[str, str]
     watch: iso.Watch
+    #: chapter -> its exercises as the grader judges them (checks.py run from the bytes above)
+    judged: dict[str, dict[str, chk.Exercise]] = field(default_factory=dict, repr=False)
     _parsed: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -187,7 +190,13 @@ class CourseSnapshot:
         if notebooks.is_dir():
             data = iso.FileSnapshot.of(notebooks, _data_file)
         watch = iso.course_watch(solutions_dir, chapters_dir if dirs else None, [course_pkg, course_lib])
-        return cls(solutions_dir, refs, chapters, libs, data, titles, watch)
+        # the judge side of every check, loaded now, before any learner code runs
+        judged: dict[str, dict[str, chk.Exercise]] = {}
+        for rel in chapters.names():
+            folder, _, name = rel.partition("/")
+            if name == "checks.py" and (number := chapter_of_name(folder)) is not None:
+                judged[number] = chk.load_checks_source(number, chapters.read(rel), str(chapters_dir / rel))
+        return cls(solutions_dir, refs, chapters, libs, data, titles, watch, judged)
 
     def ref_for(self, path: Path) -> tuple[str, nbformat.NotebookNode]:
         """The solutions notebook a learner's notebook is graded against (name, notebook)."""
@@ -310,12 +319,24 @@ def _learner_cell(cell, cid: str) -> nbformat.NotebookNode:
     return nbformat.v4.new_raw_cell(source, id=cid, metadata=md)
 
 
-def build_graded_copy(learner, ref, replaced: dict[str, str], notes: list[str] | None = None) -> _Plan:
+def probe_source(check_source: str, payload: str) -> str:
+    """The check cell a grading run executes for ``check("NN.M", obj)``: the probe, given the inputs."""
+    call = ast.parse(check_source).body[0].value
+    exercise = call.args[0].value
+    obj = ast.get_source_segment(check_source, call.args[1])
+    return f"from course.checks import _probe_cell; _probe_cell({exercise!r}, {obj}, {payload!r})"
+
+
+def build_graded_copy(learner, ref, replaced: dict[str, str], notes: list[str] | None = None,
+                      probes: dict[str, str] | None = None) -> _Plan:
     """The notebook actually run: learner's cells + the solutions' check cells.
 
     `replaced` maps cell ids of the graded copy to the source that replaces
-    them (cells that timed out in an earlier run).
+    them (cells that timed out in an earlier run). `probes` maps exercises judged by the grader
+    to the inputs their check cell sends (:func:`course.checks.trials_payload`): that check cell
+    runs the probe, prints its results and is not compared by nbval.
     """
+    probes = probes or {}
     notes = notes if notes is not None else []
     # readable, unique ids (nbformat 4.4 notebooks have none)
     seen: set[str] = set()
@@ -354,6 +375,11 @@ def build_graded_copy(learner, ref, replaced: dict[str, str], notes: list[str] |
             c.metadata.pop("grading", None)
 
     def graded_check(rc):
+        ex = nbio.exercise_of(rc)
+        if ex in probes:
+            g = nbformat.v4.new_code_cell(probe_source(rc.source, probes[ex]), id=rc.id)
+            g.metadata = nbformat.NotebookNode({"tags": ["check"], "grading": copy.deepcopy(rc.metadata["grading"])})
+            return g
         g = nbformat.v4.new_code_cell(CHECK_IMPORT + rc.source, id=rc.id)
         g.outputs = copy.deepcopy(rc.outputs)
         g.execution_count = rc.execution_count or 1
@@ -509,6 +535,7 @@ def _run_pytest(nb: nbformat.NotebookNode, name: str, snap: CourseSnapshot, limi
     finished, collect_error, forged = False, None, 0
     killed_at, stopped_by, current = None, None, None
     nonce_prefix = nonce.encode() + b" "
+    max_line = max(_MAX_EVENT_LINE, int(limits.output_mb * 1.5e6) + (1 << 20))  # a check cell's probe results
     try:
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(cmd, cwd=nbdir, env=env, stdin=nonce_r, stdout=log, stderr=subprocess.STDOUT,
@@ -562,7 +589,7 @@ def _run_pytest(nb: nbformat.NotebookNode, name: str, snap: CourseSnapshot, limi
                     *lines, buf = buf.split(b"\n")
                     for line in lines:
                         handle(line)
-                    if len(buf) > _MAX_EVENT_LINE:
+                    if len(buf) > max_line:
                         forged, buf = forged + 1, b""
             elif eof:
                 time.sleep(0.05)
@@ -660,8 +687,40 @@ def _stopped_cells(plan: _Plan, run: _Run, limits: Limits) -> dict[str, tuple[st
     return new
 
 
+@dataclass
+class _Judged:
+    """An exercise the grader judges: its checks, the trials drawn for this grading, their payload."""
+
+    exercise: chk.Exercise
+    trials: list[chk.Trial]
+    payload: str
+
+
+def _judge(j: _Judged, rep: dict, expected_line: str) -> tuple[str, str]:
+    """(status, message) for a check cell that ran its probe and whose kernel replied 'ok'."""
+    frames = chk.read_frames(rep.get("probe_output") or "")
+    if len(frames) != 1:
+        why = "none came back" if not frames else f"{len(frames)} sets came back, not one"
+        return ERROR, f"the check's results could not be read ({why}); was the check cell's output changed?"
+    try:
+        line = chk.judge(j.exercise, j.trials, frames[0])
+    except chk.NotAttempted:
+        return NOT_ATTEMPTED, "still raises NotImplementedError"
+    except chk.CheckFailure as e:
+        return FAIL, e.message
+    except chk.ProbeError as e:
+        return ERROR, f"{e}; was the check cell's output changed?"
+    except Exception as e:  # noqa: BLE001 - a judge that breaks never passes
+        return ERROR, f"the check could not judge the results ({type(e).__name__}: {str(e)[:300]})"
+    if expected_line and line != expected_line.strip():
+        return ERROR, (f"the check printed {line!r} but the solutions expect {expected_line.strip()!r}: "
+                       "are course_lib and solutions/ from the same version?")
+    return PASS, ""
+
+
 def _verdicts(plan: _Plan, run: _Run, ref, titles, stopped: dict[str, tuple[str, str]],
-              limits: Limits) -> list[ExerciseResult]:
+              limits: Limits, judged: dict[str, _Judged] | None = None) -> list[ExerciseResult]:
+    judged = judged or {}
     results = []
     check_points = {nbio.exercise_of(c): int(c.metadata["grading"].get("points", 1)) for c in nbio.check_cells(ref)}
     for ex in nbio.exercises(ref):
@@ -689,6 +748,16 @@ def _verdicts(plan: _Plan, run: _Run, ref, titles, stopped: dict[str, tuple[str,
             else:
                 results.append(result(ERROR, "not graded: the grading run stopped before this check ran"
                                       + (f"\n{run.collect_error}" if run.collect_error else "")))
+            continue
+        if rep["outcome"] == "passed" and not rep.get("xfail") and ex in judged:
+            if rep.get("reply") == "ok":
+                key_cell = next(c for c in nbio.check_cells(ref) if nbio.exercise_of(c) == ex)
+                key_line = "".join(o.get("text", "") for o in key_cell.get("outputs", [])
+                                   if o.get("output_type") == "stream")
+                results.append(result(*_judge(judged[ex], rep, key_line)))
+            else:
+                results.append(result(ERROR, f"the check did not finish normally (the kernel replied "
+                                             f"{rep.get('reply')!r})"))
             continue
         if rep["outcome"] == "passed" and not rep.get("xfail"):
             if rep.get("reply") == "ok":
@@ -788,6 +857,8 @@ def _grade(path: Path, data: bytes | None, snap: CourseSnapshot, limits: Limits,
     if not nbio.check_cells(ref):
         raise CourseError(f"{snap.solutions_dir / ref_name}: the solutions notebook has no check cells")
 
+    judged = _draw_trials(ref, snap.judged.get(chapter, {}) if chapter else {}, secrets.randbits(64))
+    probes = {ex: j.payload for ex, j in judged.items()}
     before = watch.state()
     deadline = time.monotonic() + limits.notebook_timeout
     work = Path(tempfile.mkdtemp(prefix="course-grade-"))  # mode 0700
@@ -798,7 +869,7 @@ def _grade(path: Path, data: bytes | None, snap: CourseSnapshot, limits: Limits,
     try:
         for attempt in range(MAX_RERUNS + 1):
             notes: list[str] = []
-            plan = build_graded_copy(learner, ref, replaced, notes)
+            plan = build_graded_copy(learner, ref, replaced, notes, probes)
             run_dir = work / f"run{attempt}"
             run_dir.mkdir()
             run = _run_pytest(plan.nb, ref_name, snap, limits, run_dir, deadline)
@@ -823,7 +894,7 @@ def _grade(path: Path, data: bytes | None, snap: CourseSnapshot, limits: Limits,
                 else:
                     replaced[cid] = "pass"
         result.notes = notes + _cell_notes(plan, run, stopped, replaced)
-        result.exercises = _verdicts(plan, run, ref, snap.titles, stopped, limits)
+        result.exercises = _verdicts(plan, run, ref, snap.titles, stopped, limits, judged)
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -837,6 +908,18 @@ def _grade(path: Path, data: bytes | None, snap: CourseSnapshot, limits: Limits,
         if forged:
             result.warnings.append(f"{forged} line(s) on the grader's results channel did not come from the "
                                    "grader (a forgery attempt?); they were ignored")
+
+
+def _draw_trials(ref, exercises: dict[str, chk.Exercise], seed: int) -> dict[str, _Judged]:
+    """The trials of each exercise of `ref` that the grader judges, drawn with this grading's secret `seed`."""
+    out = {}
+    for rc in nbio.check_cells(ref):
+        ex = exercises.get(nbio.exercise_of(rc))
+        if ex is None or ex.legacy:
+            continue
+        trials = ex.trials(seed)
+        out[ex.id] = _Judged(ex, trials, chk.trials_payload(ex, trials))
+    return out
 
 
 def snapshots_for(paths: list[Path], solutions_dir: Path | None) -> dict[Path, CourseSnapshot | CourseError]:
