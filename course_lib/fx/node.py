@@ -228,12 +228,14 @@ class Node:
         """Does this node do something besides computing its value (so DCE and CSE must keep it)?
 
         Placeholders and outputs; calls of side-effectful functions (``print``, ``setitem``,
-        ``has_side_effect``); random ops; in-place ops (``add_``, ``iadd``); modules marked
-        ``_is_impure`` or containing randomness (``Dropout``).  PyTorch's ``Node.is_impure`` does not
+        ``has_side_effect``); random ops; in-place ops (``add_``, ``iadd``, ``inplace=True``); modules
+        marked ``_is_impure``, in-place (``ReLU(inplace=True)``) or random (``Dropout``).  PyTorch's ``Node.is_impure`` does not
         look at ``call_method`` nodes at all, so FX's DCE can drop an unused ``x.add_(1)``;
         course_lib keeps it.
         """
         if self.op in ("placeholder", "output"):
+            return True
+        if self.kwargs.get("inplace") is True:   # F.relu(x, inplace=True)
             return True
         if self.op == "call_function":
             if self.target in _side_effectful_functions:
@@ -249,7 +251,8 @@ class Node:
             if mod is None:
                 return True  # unknown module: assume the worst
             sub = mod.get_submodule(self.target)
-            return bool(getattr(sub, "_is_impure", False)) or type(sub).__name__.startswith("Dropout")
+            return (bool(getattr(sub, "_is_impure", False)) or getattr(sub, "inplace", False) is True
+                    or type(sub).__name__.startswith("Dropout"))
         return False
 
     # -- printing ---------------------------------------------------------------------
