@@ -16,7 +16,7 @@ recursion would propagate a partial gradient down the first path it met.
 """
 from __future__ import annotations
 
-import heapq
+from heapq import heappop, heappush
 
 import numpy as np
 
@@ -139,116 +139,172 @@ def run_backward(outputs, grad_outputs, retain_graph: bool, create_graph: bool, 
         grad_state.enabled = prev
 
 
+class GraphTask:
+    """What one backward call keeps while it runs (PyTorch's ``GraphTask``): the dependency count of
+    every node, the input buffers of the nodes not run yet, the ready queue, and, for
+    ``autograd.grad`` / ``backward(inputs=...)``, which nodes must run and which gradients to capture
+    (PyTorch's ``exec_info``)."""
+
+    __slots__ = ("deps", "buffers", "ready", "retain_graph", "inputs", "accumulate", "captures", "capture_nodes",
+                 "needed", "captured")
+
+    def __init__(self, roots, root_grads, retain_graph: bool, captures: dict, inputs, accumulate: bool):
+        root_nodes = [n for n, _ in roots if n is not None]
+        self.deps = _collect(root_nodes)[0]
+        self.retain_graph = retain_graph
+        self.inputs = inputs
+        self.accumulate = accumulate
+        self.captures = captures
+        self.capture_nodes = ()
+        self.needed = None  # None: every node runs
+        self.captured = [None] * (len(inputs) if inputs is not None else 0)
+        if inputs is not None:
+            self.capture_nodes = {node for node, _ in captures}
+            self.needed = _needed(root_nodes, self.capture_nodes)
+
+        # input buffers: node -> list of gradients, one slot per output of the node
+        self.buffers = {}
+        for (node, nr), g in zip(roots, root_grads):
+            if node is not None:
+                _add_to(self.buffers.setdefault(node, []), nr, g)
+        self.ready = []
+        for node in set(root_nodes):
+            if self.deps.get(node, 0) == 0:
+                heappush(self.ready, (-node._sequence_nr, id(node), node))
+
+
 def _execute(roots, root_grads, retain_graph, captures, inputs, accumulate, allow_unused):
-    root_nodes = [n for n, _ in roots]
-    deps, reachable = _collect(root_nodes)
-    needed = None
-    capture_nodes = ()
-    if inputs is not None:
-        capture_nodes = {node for node, _ in captures}
-        needed = _needed([n for n in root_nodes if n is not None], capture_nodes)
-
-    # input buffers: node -> list of gradients, one slot per output of the node
-    buffers = {}
-    for (node, nr), g in zip(roots, root_grads):
-        if node is None:
-            continue
-        buf = buffers.get(node)
-        if buf is None:
-            buf = buffers[node] = []
-        _add_to(buf, nr, g)
-
-    captured = [None] * (len(inputs) if inputs is not None else 0)
-    ready = []
-    heappush, heappop = heapq.heappush, heapq.heappop
-    for node in set(n for n in root_nodes if n is not None):
-        if deps.get(node, 0) == 0:
-            heappush(ready, (-node._sequence_nr, id(node), node))
-
+    """Run the graph (PyTorch's ``Engine::execute`` and its worker loop ``thread_main``): pop the most
+    recent ready node and evaluate it, until no node is ready."""
+    task = GraphTask(roots, root_grads, retain_graph, captures, inputs, accumulate)
+    ready, buffers = task.ready, task.buffers
     while ready:
         node = heappop(ready)[2]
-        grads = buffers.pop(node, None) or [None]
-
-        # tensor hooks (register_hook) and retain_grad, per output
-        if node._tensor_pre_hooks:
-            for nr, hook in list(node._tensor_pre_hooks.values()):
-                if nr < len(grads) and grads[nr] is not None:
-                    r = hook(grads[nr])
-                    if r is not None:
-                        grads[nr] = r
-        if node._retains_grad_hooks:
-            for nr, ref in node._retains_grad_hooks.items():
-                t = ref()
-                if t is not None and nr < len(grads) and grads[nr] is not None:
-                    g = grads[nr]
-                    t._grad = g.detach().clone() if t._grad is None else t._grad + g.detach()
-        if node._pre_hooks:
-            for hook in list(node._pre_hooks.values()):
-                r = hook(tuple(grads))
-                if r is not None:
-                    grads = list(r)
-
-        run = True
-        if needed is not None:
-            # capture for autograd.grad / inputs=
-            is_capture = node in capture_nodes
-            if is_capture:
-                for nr in range(len(grads)):
-                    ks = captures.get((node, nr))
-                    if ks:
-                        for k in ks:
-                            g = grads[nr]
-                            captured[k] = g
-                            if accumulate and g is not None and not isinstance(node, AccumulateGrad):
-                                t = inputs[k]
-                                t._grad = g.detach().clone() if t._grad is None else t._grad + g
-            if isinstance(node, AccumulateGrad):
-                run = accumulate and is_capture
-            elif node not in needed:
-                run = False
-        nf = node.next_functions
-        if run:
-            for g in grads:
-                if g is not None:
-                    grad_inputs = node.apply(tuple(grads))
-                    if node._hooks:
-                        for hook in list(node._hooks.values()):
-                            r = hook(grad_inputs, tuple(grads))
-                            if r is not None:
-                                grad_inputs = tuple(r)
-                    break
-            else:
-                grad_inputs = ()  # no gradient reached this node: nothing to pass on
-            if not retain_graph:
-                node._release()
-        else:
-            grad_inputs = ()
-
-        n_gi = len(grad_inputs)
-        for k, (nxt, nr) in enumerate(nf):
-            if nxt is None:
-                continue
-            g = grad_inputs[k] if k < n_gi else None
-            if g is not None:
-                buf = buffers.get(nxt)
-                if buf is None:
-                    buf = buffers[nxt] = []
-                _add_to(buf, nr, g)
-            d = deps[nxt] - 1
-            deps[nxt] = d
-            if d == 0:
-                heappush(ready, (-nxt._sequence_nr, id(nxt), nxt))
-        # drop this node's references to gradients now handed on, so that a gradient reaching an
-        # AccumulateGrad is held only by its input buffer and can become .grad without a copy
-        grads = grad_inputs = g = None
-
+        evaluate_function(task, node, buffers.pop(node, None) or [None])
     if inputs is not None and not accumulate:
-        for k, g in enumerate(captured):
+        for k, g in enumerate(task.captured):
             if g is None and not allow_unused:
                 raise RuntimeError(f"The differentiated Tensor at index {k} appears to not have been used in the "
                                    "graph. Set allow_unused=True if this is the desired behavior.")
-        return tuple(captured)
+        return tuple(task.captured)
     return None
+
+
+def evaluate_function(task: GraphTask, node, grads: list) -> None:
+    """Evaluate one ready node, whose input buffer ``grads`` is complete (PyTorch's
+    ``Engine::evaluate_function``).
+
+    Its pre-hooks run first; then, for ``autograd.grad``, the gradients of captured inputs are
+    taken and the node runs only if the task needs it; a node that ran frees its saved tensors
+    unless ``retain_graph``; its gradients go into the input buffers of the nodes its edges lead
+    to, and a node whose last dependency this was becomes ready.
+    """
+    if node._tensor_pre_hooks or node._retains_grad_hooks or node._pre_hooks:
+        grads = call_pre_hooks(node, grads)
+    if task.needed is None or _capture(task, node, grads):
+        grad_inputs = call_function(node, grads)
+        if not task.retain_graph:
+            node._release()
+    else:
+        grad_inputs = ()
+    edges = node.next_functions
+    if len(grad_inputs) != len(edges):
+        grad_inputs = validate_outputs(edges, grad_inputs)
+    deps, buffers = task.deps, task.buffers
+    for (nxt, nr), g in zip(edges, grad_inputs):
+        if nxt is None:
+            continue
+        if g is not None:
+            buf = buffers.get(nxt)
+            if buf is None:
+                buf = buffers[nxt] = []
+            _add_to(buf, nr, g)
+        d = deps[nxt] - 1
+        deps[nxt] = d
+        if d == 0:
+            heappush(task.ready, (-nxt._sequence_nr, id(nxt), nxt))
+
+
+def call_pre_hooks(node, grads: list) -> list:
+    """The hooks that see a node's incoming gradients before it runs (PyTorch's
+    ``call_tensor_pre_hooks`` and ``call_pre_hooks``): tensor hooks (``register_hook``) per output,
+    ``retain_grad``, then the node's own pre-hooks.  A hook that returns a value replaces the
+    gradient(s)."""
+    if node._tensor_pre_hooks:
+        for nr, hook in list(node._tensor_pre_hooks.values()):
+            if nr < len(grads) and grads[nr] is not None:
+                r = hook(grads[nr])
+                if r is not None:
+                    grads[nr] = r
+    if node._retains_grad_hooks:
+        for nr, ref in node._retains_grad_hooks.items():
+            t = ref()
+            if t is not None and nr < len(grads) and grads[nr] is not None:
+                g = grads[nr]
+                t._grad = g.detach().clone() if t._grad is None else t._grad + g.detach()
+    if node._pre_hooks:
+        for hook in list(node._pre_hooks.values()):
+            r = hook(tuple(grads))
+            if r is not None:
+                grads = list(r)
+    return grads
+
+
+def _capture(task: GraphTask, node, grads: list) -> bool:
+    """For ``autograd.grad`` / ``backward(inputs=...)``: keep the gradients arriving for the
+    captured inputs (added into their ``.grad`` with ``backward(inputs=...)``), and say whether
+    ``node`` must run: an ``AccumulateGrad`` only when it is captured and gradients accumulate,
+    any other node when a captured input can be reached from it."""
+    is_capture = node in task.capture_nodes
+    if is_capture:
+        captures = task.captures
+        for nr in range(len(grads)):
+            ks = captures.get((node, nr))
+            if ks:
+                for k in ks:
+                    g = grads[nr]
+                    task.captured[k] = g
+                    if task.accumulate and g is not None and not isinstance(node, AccumulateGrad):
+                        t = task.inputs[k]
+                        t._grad = g.detach().clone() if t._grad is None else t._grad + g
+    if isinstance(node, AccumulateGrad):
+        return task.accumulate and is_capture
+    return node in task.needed
+
+
+def call_function(node, grads: list) -> tuple:
+    """Run ``node.apply`` on its incoming gradients, then its post-hooks, which may replace the
+    result (PyTorch's ``call_function``).  A node none of whose gradients arrived is not run and
+    passes nothing on."""
+    # apply runs inside the loop on purpose: the loop variable is one of the references that
+    # AccumulateGrad counts when it decides whether it may keep the gradient without a copy
+    # (graph._STEAL_REFS)
+    for g in grads:
+        if g is not None:
+            grad_inputs = node.apply(tuple(grads))
+            if node._hooks:
+                for hook in list(node._hooks.values()):
+                    r = hook(grad_inputs, tuple(grads))
+                    if r is not None:
+                        grad_inputs = tuple(r)
+            return grad_inputs
+    return ()
+
+
+def validate_outputs(edges: tuple, grad_inputs: tuple) -> tuple:
+    """Line a node's gradients up with its edges (in ``next_functions`` order): a node may return
+    fewer gradients than it has edges (``NativeBatchNormBackward0`` has none for the running
+    statistics), the missing ones are None.
+
+    PyTorch's ``validate_outputs`` also checks each gradient's count, shape, dtype and device
+    against its edge.  Here the derivative formulas produce the input's geometry by construction,
+    and a custom ``Function``'s gradients are checked (and summed to the input's shape) by
+    ``BackwardCFunction.apply``.
+    """
+    missing = len(edges) - len(grad_inputs)
+    if missing > 0:
+        return grad_inputs + (None,) * missing
+    return grad_inputs
 
 
 def _add_to(buf: list, nr: int, g) -> None:
