@@ -731,66 +731,74 @@ plt.show()
 
 # %% [markdown] id="measure-sizes-md"
 # Now the whole call, `x + y`, against numpy's `a + b` as the tensors grow from 1 element to a million, and
-# against real PyTorch's if it is installed (the course does not need it; the next cell only looks for it,
-# and limits PyTorch to one thread so that all three run one single-threaded loop). To see PyTorch's line
-# too, run `make oracle` in the course's folder (it installs `torch==2.13.0`, CPU build), then restart the
-# kernel. Left: time per call. Right: course_lib's time divided by numpy's.
+# against real PyTorch's if it is installed (the course does not need it; to see PyTorch's line too, run
+# `make oracle` in the course's folder: it installs `torch==2.13.0`, CPU build).
+#
+# A fair comparison runs each library **in a process of its own**: numpy, course_lib and PyTorch each start
+# thread pools, and in one process they get in each other's way (PyTorch's times, measured beside numpy's,
+# can come out several times too slow). So the next cells use the course's benchmark harness,
+# `bench/harness.py` (the one `make bench` runs): for each library it starts a fresh Python process, limits it
+# to one thread (numpy's add uses one, so we compare per-call costs, not parallelism) and times the same
+# workloads, defined in `bench/chapters.py`. It takes about half a minute. Left: time per call. Right:
+# course_lib's time divided by numpy's.
 
-# %% id="measure-torch" grader_runs="torch = None  # `course grade` skips the optional comparison with PyTorch"
+# %% id="measure-torch" grader_runs="harness = None  # `course grade` skips the measurement (it starts a process per library)"
 import importlib.util
+import sys
+from pathlib import Path
 
-torch = None
-if importlib.util.find_spec("torch") is not None:
-    import torch            # only for the comparison; importing it takes a few seconds
-    torch.set_num_threads(1)  # one thread, like numpy's add: we compare per-call costs, not parallelism
-print("comparing with PyTorch", torch.__version__ if torch is not None else "(not installed: `make oracle` installs it)")
+# the course's bench/ folder: next to notebooks/ and solutions/
+bench_dir = next((p / "bench" for p in (Path.cwd(), *Path.cwd().parents) if (p / "bench" / "harness.py").is_file()), None)
+harness = None
+if bench_dir is not None:
+    sys.path.insert(0, str(bench_dir))
+    import chapters as bench_chapters
+    import harness
+has_torch = importlib.util.find_spec("torch") is not None
+print("benchmark harness:", "found" if harness is not None else "not found (run this notebook from the course's folder)")
+print("comparing with PyTorch:", "yes" if has_torch else "no (not installed: `make oracle` installs it)")
 
 # %% id="measure-sizes"
 from matplotlib.ticker import FuncFormatter
 
-sizes = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000]
-results = {"numpy": [], "course_lib": []} | ({"torch": []} if torch is not None else {})
-rng = np.random.default_rng(0)
-for n in sizes:
-    a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
-    x, y = cl.from_numpy(a), cl.from_numpy(b)
-    number = max(2, min(200, 200_000 // n))
-    results["numpy"].append(per_call_us(lambda: a + b, number, 7))
-    results["course_lib"].append(per_call_us(lambda: x + y, number, 7))
-    if torch is not None:
-        ta, tb = torch.from_numpy(a), torch.from_numpy(b)
-        results["torch"].append(per_call_us(lambda: ta + tb, number, 7))
+if harness is None:
+    print("measurement skipped: the benchmark harness was not found")
+else:
+    rows = harness.run(bench_chapters.family("ch01 add"), threads="1", rounds=1, repeat=5)
+    sizes = list(bench_chapters.ADD_SIZES)
+    results = {lib: [row["times"][lib] * 1e6 for row in rows]
+               for lib in ("numpy", "course_lib", "torch") if all(lib in row["times"] for row in rows)}
 
-print(f"{'elements':>10} " + " ".join(f"{k:>12}" for k in results) + "   course_lib / numpy")
-for i, n in enumerate(sizes):
-    row = " ".join(f"{results[k][i]:10.2f}µs" for k in results)
-    print(f"{n:>10} {row}   {results['course_lib'][i] / results['numpy'][i]:8.1f}x")
+    print(f"{'elements':>10} " + " ".join(f"{k:>12}" for k in results) + "   course_lib / numpy")
+    for i, n in enumerate(sizes):
+        row = " ".join(f"{results[k][i]:10.2f}µs" for k in results)
+        print(f"{n:>10} {row}   {results['course_lib'][i] / results['numpy'][i]:8.1f}x")
 
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
-for name, ts in results.items():
-    ax1.loglog(sizes, ts, marker="o", label=name)
-ax1.set_xlabel("elements per tensor")
-ax1.set_ylabel("µs per add")
-ax1.legend()
-ax1.set_title("time per call")
-ax2.loglog(sizes, [c / n for c, n in zip(results["course_lib"], results["numpy"])], marker="o", color="C1")
-ax2.axhline(1, color="grey", lw=0.8)
-ax2.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
-ax2.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
-ax2.set_xlabel("elements per tensor")
-ax2.set_ylabel("course_lib / numpy")
-ax2.set_title("overhead ratio")
-fig.tight_layout()
-plt.show()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    for name, ts in results.items():
+        ax1.loglog(sizes, ts, marker="o", label=name)
+    ax1.set_xlabel("elements per tensor")
+    ax1.set_ylabel("µs per add")
+    ax1.legend()
+    ax1.set_title("time per call (one process per library, 1 thread)")
+    ax2.loglog(sizes, [c / n for c, n in zip(results["course_lib"], results["numpy"])], marker="o", color="C1")
+    ax2.axhline(1, color="grey", lw=0.8)
+    ax2.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax2.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax2.set_xlabel("elements per tensor")
+    ax2.set_ylabel("course_lib / numpy")
+    ax2.set_title("overhead ratio")
+    fig.tight_layout()
+    plt.show()
 
 # %% [markdown] id="summary"
 # What to read in the plots:
 #
 # - **Small tensors: overhead dominates.** Up to about a thousand elements numpy's time barely moves: it is
 #   the fixed cost of one call into C. course_lib adds a few microseconds of Python on top (the layers in the
-#   bar chart), so the ratio is large. PyTorch's overhead is C++ argument parsing and dispatch, one to a
-#   few microseconds per op depending on the machine, which is why it beats course_lib on tiny tensors but
-#   not numpy.
+#   bar chart), so the ratio is large. PyTorch's overhead is C++ argument parsing, dispatch and making the
+#   result tensor: a few microseconds per op (2 to 4 on the 2-core machine this course is tested on), so on
+#   tiny tensors it is somewhat faster than course_lib and several times slower than numpy.
 # - **Large tensors: the kernel dominates.** From about 100,000 elements the time grows with the size and
 #   course_lib's ratio approaches 1: the same numpy loop does the work, and a few microseconds of Python are
 #   lost in it. At a million elements the time is mostly memory traffic and getting fresh memory for the

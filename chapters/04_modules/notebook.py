@@ -32,7 +32,6 @@
 
 # %% id="setup"
 import time
-import timeit
 
 import numpy as np
 import matplotlib.pyplot as plt
@@ -1195,60 +1194,48 @@ plt.show()
 # %% [markdown] id="measure-batch-md"
 # **Convolution time against batch size.** The next cells time a 3x3 convolution with 32 filters on
 # `N x 16 x 16 x 16` inputs, forward only, through the whole of course_lib (`F.conv2d`: module call, dispatcher,
-# plan cache, kernel) and through the numpy floor (the same im2col and matrix product with nothing around
-# them), and real PyTorch if it is installed (pinned to one thread, as in chapter 01; `make oracle` installs
-# it, then restart the kernel). The time per image should fall as the batch grows, while fixed per-call costs
-# are shared by more images, then level off when the matrix product dominates.
+# plan cache, kernel), through the numpy floor (the same im2col view and batched matrix product with nothing
+# around them, `_floor_conv` in `bench/chapters.py`) and through real PyTorch if it is installed (`make oracle`
+# installs it). As in chapter 01, the course's benchmark harness runs each library in a fresh process of its
+# own, limited to one thread, so that their thread pools cannot slow each other down. The time per image
+# should fall as the batch grows, while fixed per-call costs are shared by more images, then level off when
+# the matrix product dominates.
 
-# %% id="measure-torch" grader_runs="torch = None  # `course grade` skips the optional comparison with PyTorch"
+# %% id="measure-torch" grader_runs="harness = None  # `course grade` skips the measurement (it starts a process per library)"
 import importlib.util
+import sys
+from pathlib import Path
 
-torch = None
-if importlib.util.find_spec("torch") is not None:
-    import torch              # only for the comparison; importing it takes a few seconds
-    torch.set_num_threads(1)
-print("comparing with PyTorch", torch.__version__ if torch is not None else "(not installed: `make oracle` installs it)")
+# the course's bench/ folder: next to notebooks/ and solutions/
+bench_dir = next((p / "bench" for p in (Path.cwd(), *Path.cwd().parents) if (p / "bench" / "harness.py").is_file()), None)
+harness = None
+if bench_dir is not None:
+    sys.path.insert(0, str(bench_dir))
+    import chapters as bench_chapters
+    import harness
+print("benchmark harness:", "found" if harness is not None else "not found (run this notebook from the course's folder)")
+print("comparing with PyTorch:", "yes" if importlib.util.find_spec("torch") else "no (`make oracle` installs it)")
 
 
 # %% id="measure-batch"
-def floor_conv(x, w):
-    # course_lib's kernel without the framework: pad, window view, columns, one product
-    N, C, H, W = x.shape
-    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
-    s = xp.strides
-    win = np.lib.stride_tricks.as_strided(xp, (N, C, 3, 3, H, W), s + s[2:])
-    cols = np.ascontiguousarray(win.transpose(1, 2, 3, 0, 4, 5)).reshape(C * 9, N * H * W)
-    return np.ascontiguousarray((w.reshape(w.shape[0], -1) @ cols).reshape(-1, N, H, W).swapaxes(0, 1))
+if harness is None:
+    print("measurement skipped: the benchmark harness was not found")
+else:
+    rows = harness.run(bench_chapters.family("ch04 conv"), threads="1", rounds=1, repeat=5)
+    batches = list(bench_chapters.CONV_BATCHES)
+    labels = {"course_lib": "course_lib", "numpy": "numpy floor", "torch": "torch"}
+    times = {labels[lib]: [row["times"][lib] / n * 1e6 for row, n in zip(rows, batches)]
+             for lib in labels if all(lib in row["times"] for row in rows)}
+    for name, values in times.items():
+        print(f"{name:12}", "  ".join(f"N={n}: {v:7.1f} us" for n, v in zip(batches, values)))
 
-
-def per_image_us(fn, n_images, repeat=3):
-    fn()
-    number = max(1, int(0.02 / max(min(timeit.repeat(fn, number=1, repeat=2)), 1e-6)))
-    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number / n_images * 1e6
-
-
-rng = np.random.default_rng(0)
-w_np = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
-w_cl = cl.tensor(w_np)
-batches = [1, 2, 4, 8, 16, 32]
-times = {"course_lib": [], "numpy floor": []} | ({"torch": []} if torch is not None else {})
-for n in batches:
-    x_np = rng.standard_normal((n, 16, 16, 16)).astype(np.float32)
-    x_cl = cl.tensor(x_np)
-    times["course_lib"].append(per_image_us(lambda: F.conv2d(x_cl, w_cl, padding=1), n))
-    times["numpy floor"].append(per_image_us(lambda: floor_conv(x_np, w_np), n))
-    if torch is not None:
-        x_t, w_t = torch.from_numpy(x_np), torch.from_numpy(w_np)
-        times["torch"].append(per_image_us(lambda: torch.nn.functional.conv2d(x_t, w_t, padding=1), n))
-for name, values in times.items():
-    print(f"{name:12}", "  ".join(f"N={n}: {v:7.1f} us" for n, v in zip(batches, values)))
-
-fig, ax = plt.subplots(figsize=(6.5, 3.4))
-for (name, values), colour in zip(times.items(), ["#08519c", "#969696", "#e6550d"]):
-    ax.loglog(batches, values, "o-", color=colour, label=name)
-ax.set(xlabel="batch size N", ylabel="microseconds per image", title="3x3 conv, 16 -> 32 channels, 16x16 images")
-ax.legend()
-plt.show()
+    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    for (name, values), colour in zip(times.items(), ["#08519c", "#969696", "#e6550d"]):
+        ax.loglog(batches, values, "o-", color=colour, label=name)
+    ax.set(xlabel="batch size N", ylabel="microseconds per image",
+           title="3x3 conv, 16 -> 32 channels, 16x16 images, 1 thread")
+    ax.legend()
+    plt.show()
 
 # %% [markdown] id="summary"
 # course_lib's curve follows the numpy floor: with one matrix product per call, the framework adds a fixed
@@ -1259,7 +1246,8 @@ plt.show()
 # tuned for the machine's vector instructions. `torch._C._select_conv_backend(x, w, None, stride, padding,
 # dilation, False, [0, 0], 1, None)` tells which one a call gets.
 # `bench/bench_nn.py` runs the bigger workloads of this chapter (an MLP training step, a convolution forward
-# and backward, resnet18 inference) beside numpy and PyTorch: `python bench/run.py --module nn`.
+# and backward, resnet18 inference) beside numpy and PyTorch, the same way: `make bench` runs every benchmark,
+# `.venv/bin/python bench/run.py -k resnet18` only the matching ones.
 #
 # ## Summary and what comes next
 #
