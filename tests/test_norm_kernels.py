@@ -2,9 +2,11 @@
 
 The kernel cuts its groups into chunks and runs them on ``course_lib._parallel``'s threads.
 These tests make the chunks small so that every shape spans several of them, and check:
-results against a float64 reference written from the formulas, bit-for-bit equality between 1
-and 2 threads, inputs whose mean is large compared with their spread (where a one-pass variance
-would lose everything), non-contiguous inputs, and the helpers of ``_parallel``.
+results against the readable reference chapter 05 shows (``_ops/normalization_reference.py``)
+on random shapes, chunk sizes, dtypes and thread counts, and against a float64 reference written
+from the formulas here; bit-for-bit equality between 1 and 2 threads; inputs whose mean is large
+compared with their spread (where a one-pass variance would lose everything); non-contiguous
+inputs; and the helpers of ``_parallel``.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import course_lib as cl
 import course_lib.nn.functional as F
 from course_lib import _parallel
 from course_lib._ops import normalization as N
+from course_lib._ops import normalization_reference as R
 from course_lib.utils.data import DataLoader, Dataset
 
 
@@ -99,6 +102,80 @@ def test_kernel_matches_the_formulas(small_chunks, shape, param, has_w, has_b, s
     np.testing.assert_allclose(dbeta, rdb, **tol)
     if has_w or param == "group":
         np.testing.assert_allclose(dgamma, rdg, **tol)
+
+
+def _random_case(seed: int):
+    """A random (A, G, B) problem for the kernel: shape, layout of gamma/beta, dtype, chunk size."""
+    rng = np.random.default_rng(seed)
+    param = "group" if seed % 2 else "inner"
+    A = int(rng.integers(1, 6)) if param == "group" else 1   # "inner" (LayerNorm, RMSNorm) has A == 1
+    G, B = int(rng.integers(1, 24)), int(rng.integers(1, 18))
+    dtype = np.float32 if seed % 4 < 2 else np.float64
+    sub = param == "group" or bool(rng.integers(0, 2))       # without the mean: RMSNorm
+    n = G if param == "group" else B
+    w = rng.standard_normal(n).astype(dtype) if rng.integers(0, 2) else None
+    b = rng.standard_normal(n).astype(dtype) if rng.integers(0, 2) else None
+    x = (rng.standard_normal((A, G, B)) * rng.uniform(0.1, 10) + rng.uniform(-3, 3)).astype(dtype)
+    dy = rng.standard_normal((A, G, B)).astype(dtype)
+    # chunks of grain = chunk // (A * B) groups: from one group per chunk to all of them, so
+    # that the last chunk is often a short one
+    chunk = int(rng.integers(1, 4 * A * B + 2))
+    return x, dy, w, b, param, sub, chunk
+
+
+# Largest difference from the float64 reference, relative to max(1, its largest magnitude). The
+# kernel computes in the data's dtype with float64 statistics; float32's dx has the most rounding
+# (xc and dxhat are float32, and dx is a difference of nearly equal terms).
+_TOL = {np.float64: dict(default=1e-12), np.float32: dict(default=1e-5, dx=5e-4)}
+
+
+def _assert_close(name, got, want, dtype):
+    assert (got is None) == (want is None), name
+    if want is None:
+        return
+    assert got.shape == want.shape, (name, got.shape, want.shape)
+    tol = _TOL[dtype].get(name, _TOL[dtype]["default"])
+    scale = max(1.0, float(np.abs(want).max()))
+    err = float(np.abs(got.astype(np.float64) - want).max()) / scale
+    assert err <= tol, f"{name}: {err:.2e} > {tol:.0e}"
+
+
+@pytest.mark.parametrize("seed", range(64))
+def test_kernel_matches_the_readable_reference(monkeypatch, threads, seed):
+    x, dy, w, b, param, sub, chunk = _random_case(seed)
+    monkeypatch.setattr(N, "_CHUNK_ELEMS", chunk)
+    ref_y, ref_mean, ref_rstd, ref_var = R.grouped_norm_forward_reference(x, 1e-5, w, b, param, sub)
+    ref_dx, ref_dgamma, ref_dbeta = R.grouped_norm_backward_reference(dy, x, ref_mean, ref_rstd, w, param, sub)
+    runs = []
+    for n_threads in (1, 2):
+        cl.set_num_threads(n_threads)
+        y, mean, rstd, var = N.grouped_norm_forward(x, 1e-5, w, b, param, subtract_mean=sub)
+        dx, dgamma, dbeta = N.grouped_norm_backward(dy, x, mean, rstd, w, param, subtract_mean=sub)
+        assert y.dtype == x.dtype and dx.dtype == x.dtype and y.flags.c_contiguous and dx.flags.c_contiguous
+        for name, got, want in (("y", y, ref_y), ("mean", mean, ref_mean), ("rstd", rstd, ref_rstd),
+                                ("var", var, ref_var), ("dx", dx, ref_dx), ("dgamma", dgamma, ref_dgamma),
+                                ("dbeta", dbeta, ref_dbeta)):
+            _assert_close(name, got, want, x.dtype.type)
+        runs.append((y, mean, rstd, var, dx, dgamma, dbeta))
+    for one, two in zip(*runs):   # the same bits for any number of threads
+        assert (one is None and two is None) or np.array_equal(one, two)
+
+
+def test_reference_agrees_with_the_formulas():
+    # the reference itself, against the float64 formulas written out in this file
+    for seed in range(8):
+        x, dy, w, b, param, sub, _ = _random_case(seed)
+        y, mean, rstd, var = R.grouped_norm_forward_reference(x, 1e-5, w, b, param, sub)
+        fy, fmean, frstd, xhat = _ref_forward(x, 1e-5, w, b, param, sub)
+        dtype = x.dtype.type
+        _assert_close("y", y, fy, dtype)
+        _assert_close("rstd", rstd, frstd, dtype)
+        dx, dgamma, dbeta = R.grouped_norm_backward_reference(dy, x, mean, rstd, w, param, sub)
+        fdx, fdgamma, fdbeta = _ref_backward(dy, xhat, frstd, w, param, sub)
+        _assert_close("dx", dx, fdx, dtype)
+        _assert_close("dbeta", dbeta, fdbeta, dtype)
+        if w is not None or param == "group":
+            _assert_close("dgamma", dgamma, fdgamma, dtype)
 
 
 @pytest.mark.parametrize("layer", ["batch", "layer", "group", "rms", "instance"])
@@ -260,11 +337,11 @@ def test_readable_reference_agrees_with_the_kernel(axes, view):
         gb = gamma.reshape(1, C, 1, 1) * np.ones((1, C, 3, 5))
     else:
         x3, dy3, param, g, gb = x.reshape(1, N_ * C, -1), dy.reshape(1, N_ * C, -1), "group", None, None
-    xhat, mean, invstd, _ = N.norm_stats(x, axes, 1e-5)
+    xhat, mean, invstd, _ = R.norm_stats(x, axes, 1e-5)
     y3, m3, r3, _ = N.grouped_norm_forward(x3, 1e-5, g, None, param)
     expect_y = xhat * gb if gb is not None else xhat
     np.testing.assert_allclose(y3.reshape(x.shape), expect_y, rtol=1e-10, atol=1e-12)
-    dx = N.norm_backward(dy, xhat, invstd, axes, gb)
+    dx = R.norm_backward(dy, xhat, invstd, axes, gb)
     dx3, _, _ = N.grouped_norm_backward(dy3, x3, m3, r3, g, param)
     np.testing.assert_allclose(dx3.reshape(x.shape), dx, rtol=1e-9, atol=1e-12)
 

@@ -689,12 +689,12 @@ check("05.5", group_norm)
 #
 # ## 7 · One implementation for the whole family
 #
-# You have now written four layers that differ only in the axes they reduce over. `course_lib/_ops/normalization.py`
-# states the arithmetic once, in two short functions parameterised by those axes: `norm_stats` (statistics and
-# $\hat x$) and the fused backward `norm_backward`:
+# You have now written four layers that differ only in the axes they reduce over.
+# `course_lib/_ops/normalization_reference.py` states the arithmetic once, in two short functions parameterised by
+# those axes: `norm_stats` (statistics and $\hat x$) and the fused backward `norm_backward`:
 
 # %% id="shared-source"
-from course_lib._ops.normalization import norm_backward, norm_stats
+from course_lib._ops.normalization_reference import norm_backward, norm_stats
 
 print(inspect.getsource(norm_stats))
 print(inspect.getsource(norm_backward))
@@ -718,8 +718,9 @@ for name, how, mine, layer in family:
     print(f"{name:13} norm_stats over {how:24} vs F.*: largest difference {np.abs(mine - layer.numpy()).max():.1e}")
 
 # %% [markdown] id="shared-kernel-md"
-# The kernels behind `F.batch_norm`, `F.layer_norm`, `F.group_norm`, `F.instance_norm` and `F.rms_norm` go one
-# step further and share a single *kernel*, `grouped_norm_forward` / `grouped_norm_backward`. Each layer views
+# The layers `F.batch_norm`, `F.layer_norm`, `F.group_norm`, `F.instance_norm` and `F.rms_norm` do not call
+# `norm_stats`: they share one fast *kernel*, `grouped_norm_forward` / `grouped_norm_backward` in
+# `course_lib/_ops/normalization.py`. Each layer views
 # its input as a 3-d array `(A, G, B)` whose statistics are taken per index `g`, over the axes `A` and `B`:
 #
 # | layer | view `(A, G, B)` | one group per | gamma, beta |
@@ -734,6 +735,10 @@ for name, how, mine, layer in family:
 # chunks of about a megabyte, each chunk gets all its passes while it sits in the CPU cache, chunks run on
 # several threads (`cl.get_num_threads()`, as in PyTorch), and sums along `B` are matrix-vector products with a
 # vector of ones, which BLAS does faster than `np.sum`. The result does not depend on the number of threads.
+# `tests/test_norm_kernels.py` holds this kernel to the readable version: `normalization_reference.py` also has
+# `grouped_norm_forward_reference` / `grouped_norm_backward_reference`, the kernel's signature built from
+# `norm_stats` and `norm_backward`, and the tests compare the two on random shapes and chunk sizes, in float32
+# and float64, with one and two threads.
 
 # %% id="shared-kernel"
 from course_lib._ops.normalization import grouped_norm_forward

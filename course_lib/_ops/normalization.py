@@ -26,6 +26,12 @@ The fused backward (per statistics group of m elements, with dxhat = dy * gamma)
 
     dx = invstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
     dgamma = sum(dy * xhat),  dbeta = sum(dy)    (over the axes gamma is broadcast along)
+
+This file is the fast version: one kernel (``grouped_norm_forward`` / ``grouped_norm_backward``)
+cut into cache-sized chunks on intra-op threads.  The readable version, which chapter 05 shows
+(``norm_stats``, ``norm_backward``), is ``normalization_reference.py``, with
+``grouped_norm_forward_reference`` / ``grouped_norm_backward_reference`` of the same signature as
+the kernel; ``tests/test_norm_kernels.py`` holds the kernel to them.
 """
 from __future__ import annotations
 
@@ -37,39 +43,6 @@ from .. import _dtype as D
 from .common import empty_meta, wrap
 from .registry import register
 from .._parallel import parallel_chunks
-
-
-# ---------------------------------------------------------------------------
-# the arithmetic, stated once over any axes (chapter 05 shows these two); the kernel below
-# computes the same thing arranged for speed, and tests check one against the other
-# ---------------------------------------------------------------------------
-def norm_stats(x: np.ndarray, axes: tuple, eps: float, subtract_mean: bool = True):
-    """(xhat, mean, invstd, biased var) with the statistics kept as broadcastable (keepdims) arrays."""
-    if subtract_mean:
-        mean = x.mean(axis=axes, keepdims=True)
-        xc = x - mean
-    else:
-        mean = None
-        xc = x.copy()
-    sq = xc * xc
-    var = sq.mean(axis=axes, keepdims=True)
-    invstd = 1.0 / np.sqrt(var + eps)
-    xc *= invstd.astype(xc.dtype, copy=False)   # xc becomes xhat, in place
-    return xc, mean, invstd, var
-
-
-def norm_backward(dy: np.ndarray, xhat: np.ndarray, invstd: np.ndarray, axes: tuple, gamma_b,
-                  subtract_mean: bool = True) -> np.ndarray:
-    """The fused dx: invstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), with few temporaries."""
-    dxhat = dy * gamma_b if gamma_b is not None else dy.copy()
-    t = dxhat * xhat
-    proj = t.mean(axis=axes, keepdims=True)
-    if subtract_mean:
-        dxhat -= dxhat.mean(axis=axes, keepdims=True)
-    np.multiply(xhat, proj, out=t)
-    dxhat -= t
-    dxhat *= invstd.astype(dxhat.dtype, copy=False)
-    return dxhat
 
 
 # ---------------------------------------------------------------------------
