@@ -489,6 +489,7 @@ def _stack_trace_summary(stack_trace: str | None) -> str:
 def _gen_python_code(nodes: list[Node], root_module: str, namespace: _Namespace, *, verbose: bool) -> PythonCode:
     """FX's ``CodeGen._gen_python_code``, without type annotations and pytree handling."""
     free_vars: list[str] = []
+    defaults: list[str] = []   # " = value" or "" per entry of free_vars
     body: list[str] = []
     globals_: dict[str, Any] = {}
 
@@ -573,8 +574,8 @@ def _gen_python_code(nodes: list[Node], root_module: str, namespace: _Namespace,
 
     def emit_node(node: Node) -> None:
         if node.op == "placeholder":
-            default = "" if not node.args else f" = {_get_repr(node.args[0])}"
-            free_vars.append(f"{node.target}{default}")
+            free_vars.append(node.target)
+            defaults.append("" if not node.args else f" = {_get_repr(node.args[0])}")
             raw_name = node.target.replace("*", "")
             if raw_name != repr(node):
                 body.append(f"{repr(node)} = {raw_name}\n")
@@ -620,9 +621,13 @@ def _gen_python_code(nodes: list[Node], root_module: str, namespace: _Namespace,
     if not body:
         body.append("pass\n")   # a graph of placeholders only is still valid Python
 
-    if not free_vars or free_vars[0] != "self":
-        free_vars.insert(0, "self")
-    prologue = f"def forward({', '.join(free_vars)}):"
+    # A default before a required parameter (``def f(x, y=2.0, *, z)`` traced) is not valid Python:
+    # such defaults are dropped, those after the last required parameter kept.
+    last_required = max((i for i, d in enumerate(defaults) if not d), default=-1)
+    params = [v if i < last_required else v + defaults[i] for i, v in enumerate(free_vars)]
+    if not params or params[0] != "self":
+        params.insert(0, "self")
+    prologue = f"def forward({', '.join(params)}):"
     code = "".join(body).lstrip("\n")
     code = "\n".join("    " + line for line in code.split("\n"))
     fn_code = f"\n\n\n{prologue}\n{code}"
