@@ -1,14 +1,12 @@
 """Checks for chapter 01 (tensor and storage).
 
-Expected values come from the reference course_lib (``contiguous_strides``,
-``as_strided`` views over ``arange``, ``tensor()``, its ``_recursive_store``,
-``python_source`` and ``result_type``) or from literals for PyTorch's error
-messages.  Every case builds fresh inputs, so a learner's function that
-mutates its arguments cannot change later cases.
+Expected values come from course_lib's library (strides of ``cl.empty``, ``as_strided`` views over
+``arange``, ``tensor()``, its ``_recursive_store``, ``python_source`` and ``result_type``) or from
+literals for PyTorch's error messages; each exercise adds cases drawn from ``rng``. The probes
+(the functions taking ``fn`` first) run in the learner's kernel.
 """
 from __future__ import annotations
 
-import copy
 import inspect
 import math
 
@@ -20,31 +18,34 @@ from course_lib._ops import bindings as _bindings
 from course_lib._ops import common as _common
 from course_lib._ops.registry import OpDef
 
-from course.checks import Case, case, exercise
-
-
-def _outcome(fn, *args):
-    """``fn(*args)``, or ``("ExcType", "message")`` if it raises (NotImplementedError passes through).
-
-    A pair rather than one string: failure messages shorten long strings, and
-    each half of PyTorch's messages fits whole.
-    """
-    try:
-        return fn(*args)
-    except NotImplementedError:
-        raise
-    except Exception as e:  # noqa: BLE001 - the learner's error is the value being checked
-        return (type(e).__name__, str(e))
-
-
-def _raised(text: str) -> tuple[str, str]:
-    """``"IndexError: index 3 ..."`` -> ``("IndexError", "index 3 ...")``."""
-    name, _, message = text.partition(": ")
-    return (name, message)
+from course.checks import call, exercise, probe
 
 
 def _numel(shape) -> int:
     return math.prod(shape)
+
+
+def _random_shape(rng, max_dims: int = 4, max_size: int = 5, low: int = 0) -> tuple:
+    return tuple(int(n) for n in rng.integers(low, max_size + 1, size=int(rng.integers(0, max_dims + 1))))
+
+
+def _raising(fn, *args) -> tuple[type[BaseException], str] | None:
+    """(exception type, message) if ``fn(*args)`` raises, else None."""
+    try:
+        fn(*args)
+    except Exception as e:  # noqa: BLE001
+        return type(e), str(e)
+    return None
+
+
+def _under_float64(fn, *args):
+    """Probe: ``fn(*args)`` with the default dtype set to float64 (put back afterwards)."""
+    old = cl.get_default_dtype()
+    cl.set_default_dtype(cl.float64)
+    try:
+        return fn(*args)
+    finally:
+        cl.set_default_dtype(old)
 
 
 # ------------------------------------------------------------------ 01.1 contiguous_strides
@@ -52,12 +53,13 @@ def _numel(shape) -> int:
 
 @exercise("01.1", title="contiguous_strides", points=1,
           hint="walk the shape from the last dimension to the first: the last stride is 1, and each "
-               "stride is the previous one times max(size, 1); return a tuple of Python ints.")
-def _contiguous_strides(contiguous_strides):
+               "stride is the previous one times max(size, 1); return a tuple of Python ints.",
+          forbid={"course_lib's contiguous_strides": _common.contiguous_strides})
+def _contiguous_strides(rng):
     shapes = [(2, 3), (), (5,), (2, 3, 4), (4, 1), (3, 1, 4), (1,), (1, 1, 1), (2, 0, 3), (0,),
               (0, 0), (2, 3, 0), (7, 5, 3, 2)]
-    return [case(contiguous_strides, s, name="contiguous_strides", expected=_common.contiguous_strides(s))
-            for s in shapes]
+    shapes += [_random_shape(rng, max_dims=6, max_size=9) for _ in range(4)]
+    return [call(s, expected=tuple(int(v) for v in cl.empty(s).stride())) for s in shapes]
 
 
 # ------------------------------------------------------------------ 01.2 storage_index
@@ -73,7 +75,7 @@ def _reference_storage_index(index, shape, stride, offset):
 @exercise("01.2", title="storage_index", points=2,
           hint="wrap a negative index i to i + size first, then check 0 <= i < size (IndexError with "
                "PyTorch's message otherwise); the answer is offset + sum(index[d] * stride[d]).")
-def _storage_index(storage_index):
+def _storage_index(rng):
     good = [
         ((1, 2), (2, 3), (3, 1), 0),
         ((), (), (), 0),
@@ -89,19 +91,27 @@ def _storage_index(storage_index):
         ((-2, 0), (2, 3), (3, 1), 0),
         ((0, -3), (2, 3), (1, 2), 7),
     ]
-    out = [case(storage_index, *args, name="storage_index", expected=_reference_storage_index(*args))
-           for args in good]
+    for _ in range(4):  # random geometry, index and sign
+        shape = _random_shape(rng, max_size=6, low=1)
+        stride = tuple(int(v) for v in rng.integers(0, 13, size=len(shape)))
+        index = tuple(int(rng.integers(-n, n)) for n in shape)
+        good.append((index, shape, stride, int(rng.integers(0, 10))))
+    out = [call(*args, expected=_reference_storage_index(*args)) for args in good]
     bad = [
-        ((2, 0), (2, 3), (3, 1), 0, "IndexError: index 2 is out of bounds for dimension 0 with size 2"),
-        ((0, -4), (2, 3), (3, 1), 0, "IndexError: index -4 is out of bounds for dimension 1 with size 3"),
-        ((0, 3), (2, 3), (3, 1), 0, "IndexError: index 3 is out of bounds for dimension 1 with size 3"),
-        ((0,), (0,), (1,), 0, "IndexError: index 0 is out of bounds for dimension 0 with size 0"),
-        ((1, 0), (1, 4), (4, 1), 2, "IndexError: index 1 is out of bounds for dimension 0 with size 1"),
+        ((2, 0), (2, 3), (3, 1), 0, "index 2 is out of bounds for dimension 0 with size 2"),
+        ((0, -4), (2, 3), (3, 1), 0, "index -4 is out of bounds for dimension 1 with size 3"),
+        ((0, 3), (2, 3), (3, 1), 0, "index 3 is out of bounds for dimension 1 with size 3"),
+        ((0,), (0,), (1,), 0, "index 0 is out of bounds for dimension 0 with size 0"),
+        ((1, 0), (1, 4), (4, 1), 2, "index 1 is out of bounds for dimension 0 with size 1"),
     ]
+    shape = _random_shape(rng, max_size=6, low=1) or (3,)
+    d = int(rng.integers(0, len(shape)))
+    i = shape[d] + int(rng.integers(0, 4)) if rng.integers(0, 2) else -shape[d] - 1 - int(rng.integers(0, 4))
+    index = tuple(i if k == d else 0 for k in range(len(shape)))
+    bad.append((index, shape, tuple(int(v) for v in cl.empty(shape).stride()), 0,
+                f"index {i} is out of bounds for dimension {d} with size {shape[d]}"))
     for index, shape, stride, offset, message in bad:
-        out.append(Case(f"storage_index({index}, {shape}, {stride}, {offset})",
-                        lambda a=(index, shape, stride, offset): _outcome(storage_index, *copy.deepcopy(a)),
-                        expected=_raised(message)))
+        out.append(call(index, shape, stride, offset, raises=IndexError, match=message))
     return out
 
 
@@ -113,50 +123,43 @@ def _reference_infer(data):
     return tuple(t.shape), t.dtype
 
 
-def _with_default_dtype(dtype, fn, *args):
-    old = cl.get_default_dtype()
-    cl.set_default_dtype(dtype)
-    try:
-        return fn(*args)
-    finally:
-        cl.set_default_dtype(old)
+def _random_data(rng):
+    """Nested lists of a random shape whose numbers are bools, ints or floats (mixed at random)."""
+    shape = _random_shape(rng, max_dims=3, max_size=3, low=1)
+    kinds = rng.choice(["bool", "int", "float"], size=2)
+    values = []
+    for k in rng.choice(kinds, size=_numel(shape)):
+        values.append(bool(rng.integers(0, 2)) if k == "bool" else int(rng.integers(-9, 10)) if k == "int"
+                      else float(rng.integers(-90, 90)) / 8)
+
+    def nest(flat, dims):
+        if not dims:
+            return flat[0]
+        step = len(flat) // dims[0]
+        return [nest(flat[k * step:(k + 1) * step], dims[1:]) for k in range(dims[0])]
+
+    return nest(values, shape)
 
 
 @exercise("01.3", title="infer_shape_and_dtype", points=2,
           hint="shape: follow the first item of each list down until you reach a number (or an empty "
                "list); dtype: look at every number, and test bool before int (True is an int in Python); "
                "a float gives cl.get_default_dtype(), an empty list too.")
-def _infer_shape_and_dtype(infer_shape_and_dtype):
+def _infer_shape_and_dtype(rng):
     datas = [
-        [[1, 2], [3, 4]],
-        7,
-        True,
-        2.5,
-        [1, 2, 3],
-        [True, False],
-        [True, 2],
-        [[1, 2], [3, 4.5]],
-        [[True], [2.5]],
-        [[False, True], [True, True]],
-        [[1, 2, 3]],
-        [[[1]]],
-        ((1, 2), (3, 4)),
-        [(1.5, 2), (3, 4)],
-        [],
-        [[], []],
+        [[1, 2], [3, 4]], 7, True, 2.5, [1, 2, 3], [True, False], [True, 2], [[1, 2], [3, 4.5]], [[True], [2.5]],
+        [[False, True], [True, True]], [[1, 2, 3]], [[[1]]], ((1, 2), (3, 4)), [(1.5, 2), (3, 4)], [], [[], []],
         [[[], []]],
     ]
-    out = [case(infer_shape_and_dtype, d, name="infer_shape_and_dtype", expected=_reference_infer(d))
-           for d in datas]
+    datas += [_random_data(rng) for _ in range(4)]
+    out = [call(d, expected=_reference_infer(d)) for d in datas]
     for d in ([1, 2.5], [[0.5]], [True, 1]):
-        out.append(Case(f"infer_shape_and_dtype({d!r}) after cl.set_default_dtype(cl.float64)",
-                        lambda d=d: _with_default_dtype(cl.float64, infer_shape_and_dtype, copy.deepcopy(d)),
-                        expected=_with_default_dtype(cl.float64, _reference_infer, d)))
-    for d, message in (([None], "RuntimeError: Could not infer dtype of NoneType"),
-                       ([[1, 2], [3, None]], "RuntimeError: Could not infer dtype of NoneType"),
-                       ([1, {}], "RuntimeError: Could not infer dtype of dict")):
-        out.append(Case(f"infer_shape_and_dtype({d!r})",
-                        lambda d=d: _outcome(infer_shape_and_dtype, copy.deepcopy(d)), expected=_raised(message)))
+        out.append(probe(_under_float64, d, expected=_under_float64(_reference_infer, d),
+                         label=f"infer_shape_and_dtype({d!r}) after cl.set_default_dtype(cl.float64)"))
+    for d, message in (([None], "Could not infer dtype of NoneType"),
+                       ([[1, 2], [3, None]], "Could not infer dtype of NoneType"),
+                       ([1, {}], "Could not infer dtype of dict")):
+        out.append(call(d, raises=RuntimeError, match=message))
     return out
 
 
@@ -169,56 +172,68 @@ def _reference_store(n, offset, sizes, strides, dtype, obj):
     return buf.tolist()
 
 
-def _store_case(fn, obj, sizes, strides=None, dtype=cl.int64, n=None, offset=0) -> Case:
-    strides = _common.contiguous_strides(sizes) if strides is None else strides
+def _store(fn, n, offset, sizes, strides, dtype, obj):
+    """Probe: the learner's recursive_store into a list of n Nones; the list afterwards."""
+    buf = [None] * n
+    fn(buf, offset, sizes, strides, 0, dtype, obj)
+    return buf
+
+
+def _store_trial(obj, sizes, strides=None, dtype=cl.int64, n=None, offset=0):
+    strides = tuple(int(v) for v in cl.empty(sizes).stride()) if strides is None else strides
     n = _numel(sizes) if n is None else n
     label = (f"buf = [None] * {n}; recursive_store(buf, {offset}, {sizes}, {strides}, 0, "
              f"cl.{dtype.name}, {obj!r}); buf")
-
-    def run():
-        buf = [None] * n
-        fn(buf, offset, sizes, strides, 0, dtype, copy.deepcopy(obj))
-        return buf
-
-    expected = _outcome(_reference_store, n, offset, sizes, strides, dtype, copy.deepcopy(obj))
-    if isinstance(expected, tuple):  # an error: compare ("ExcType", "message")
-        return Case(label, lambda: _outcome(run), expected=expected)
-    return Case(label, run, expected=expected)
+    error = _raising(_reference_store, n, offset, sizes, strides, dtype, obj)
+    if error is not None:
+        return probe(_store, n, offset, sizes, strides, dtype, obj, raises=error[0], match=error[1], label=label)
+    return probe(_store, n, offset, sizes, strides, dtype, obj, label=label,
+                 expected=_reference_store(n, offset, sizes, strides, dtype, obj))
 
 
 @exercise("01.4", title="recursive_store", points=3,
           hint="if dim == len(sizes), obj is one number: buf[offset] = store_scalar(obj, dtype). Otherwise "
                "obj must be a sequence of exactly sizes[dim] items (TypeError 'not a sequence' / ValueError "
                "'expected sequence of length N at dim D (got M)'); store item k at offset + k * strides[dim].")
-def _recursive_store(recursive_store):
-    f = recursive_store
-    return [
-        _store_case(f, [[1, 2], [3, 4]], (2, 2)),
-        _store_case(f, 7, ()),
-        _store_case(f, [5, 6, 7], (3,)),
-        _store_case(f, [[[1, 2], [3, 4]], [[5, 6], [7, 8]]], (2, 2, 2)),
-        _store_case(f, ((1, 2), (3, 4)), (2, 2)),
-        _store_case(f, [1.0, 2.5, 0.1], (3,), dtype=cl.float32),
-        _store_case(f, [1.0, 2.5, 0.1], (3,), dtype=cl.float64),
-        _store_case(f, [True, 2], (2,)),
-        _store_case(f, [[True, False]], (1, 2), dtype=cl.bool),
-        _store_case(f, [1.7, -1.7], (2,)),
-        _store_case(f, [1, True], (2,), dtype=cl.float32),
-        _store_case(f, [[5]], (1, 1)),
-        _store_case(f, [[], []], (2, 0)),
-        _store_case(f, [[1, 2], [3, 4]], (2, 2), strides=(1, 2)),      # column-major layout
-        _store_case(f, [9, 8], (2,), n=5, offset=2),                   # into the middle of a buffer
-        _store_case(f, [1, 2, 3], (3,), strides=(2,), n=5),            # every other cell
-        _store_case(f, [[1, 2], [3]], (2, 2)),
-        _store_case(f, [[1, 2], [3, 4, 5]], (2, 2)),
-        _store_case(f, [[1], []], (2, 1)),
-        _store_case(f, [1, 2, 3], (2,)),
-        _store_case(f, [[[1, 2], [3, 4]], [[5, 6], [7]]], (2, 2, 2)),
-        _store_case(f, [[1, 2], 3], (2, 2)),
-        _store_case(f, 5, (2,)),
-        _store_case(f, [1, [2, 3]], (2,)),
-        _store_case(f, [1.0, [2, 3]], (2,), dtype=cl.float32),
+def _recursive_store(rng):
+    t = _store_trial
+    out = [
+        t([[1, 2], [3, 4]], (2, 2)),
+        t(7, ()),
+        t([5, 6, 7], (3,)),
+        t([[[1, 2], [3, 4]], [[5, 6], [7, 8]]], (2, 2, 2)),
+        t(((1, 2), (3, 4)), (2, 2)),
+        t([1.0, 2.5, 0.1], (3,), dtype=cl.float32),
+        t([1.0, 2.5, 0.1], (3,), dtype=cl.float64),
+        t([True, 2], (2,)),
+        t([[True, False]], (1, 2), dtype=cl.bool),
+        t([1.7, -1.7], (2,)),
+        t([1, True], (2,), dtype=cl.float32),
+        t([[5]], (1, 1)),
+        t([[], []], (2, 0)),
+        t([[1, 2], [3, 4]], (2, 2), strides=(1, 2)),      # column-major layout
+        t([9, 8], (2,), n=5, offset=2),                   # into the middle of a buffer
+        t([1, 2, 3], (3,), strides=(2,), n=5),            # every other cell
+        t([[1, 2], [3]], (2, 2)),
+        t([[1, 2], [3, 4, 5]], (2, 2)),
+        t([[1], []], (2, 1)),
+        t([1, 2, 3], (2,)),
+        t([[[1, 2], [3, 4]], [[5, 6], [7]]], (2, 2, 2)),
+        t([[1, 2], 3], (2, 2)),
+        t(5, (2,)),
+        t([1, [2, 3]], (2,)),
+        t([1.0, [2, 3]], (2,), dtype=cl.float32),
     ]
+    for _ in range(3):  # random data stored through a random permutation of the dims, after an offset
+        data = _random_data(rng)
+        sizes = tuple(cl.tensor(data).shape)
+        perm = rng.permutation(len(sizes))
+        base = cl.empty(tuple(sizes[k] for k in perm)).stride()
+        strides = tuple(int(base[list(perm).index(d)]) for d in range(len(sizes)))
+        offset = int(rng.integers(0, 4))
+        out.append(t(data, sizes, strides=strides, n=offset + _numel(sizes), offset=offset,
+                     dtype=[cl.float32, cl.int64, cl.float64][int(rng.integers(0, 3))]))
+    return out
 
 
 # ------------------------------------------------------------------ 01.5 binding_source
@@ -278,6 +293,31 @@ def _call_label(name, args, kwargs):
     return f"{name}({', '.join(parts)})"
 
 
+def _literal_defaults(schema: str) -> bool:
+    """True if every default of the schema is a Python literal (as the exercise's schemas are)."""
+    import ast
+
+    from course_lib._ops.registry import parse_schema
+
+    for a in parse_schema(schema)[1]:
+        if a.default is not None:
+            try:
+                ast.literal_eval("()" if a.default == "[]" else a.default)
+            except (ValueError, SyntaxError):
+                return False
+    return True
+
+
+def _binding_signature(fn, schema, name):
+    """Probe: the signature of the function the learner's generated source defines."""
+    return _signature(fn(schema), name)
+
+
+def _binding_call(fn, schema, name, args, kwargs):
+    """Probe: what the learner's generated function passes to _dispatch for this call."""
+    return _call(fn(schema), name, args, kwargs)
+
+
 _SCHEMAS = [
     ("neg(Tensor self) -> Tensor", [(("x",), {})]),
     ("add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
@@ -302,24 +342,25 @@ _SCHEMAS = [
           hint="parse_schema(schema) gives the name and the args (.name, .default, .kwarg_only); put '*' "
                "before the first keyword-only arg, write defaults as they are except [] -> (), and pass "
                "all args on as one tuple: (self,) needs its comma.")
-def _binding_source(binding_source):
+def _binding_source(rng):
+    schemas = list(_SCHEMAS)
+    registered = sorted(op.schema for op in cl.OPS.values() if _literal_defaults(op.schema))
+    for k in rng.choice(len(registered), size=3, replace=False):  # three ops of the registry, at random
+        schemas.append((registered[int(k)], []))
     out = []
-    for schema, calls in _SCHEMAS:
+    for schema, calls in schemas:
         name = schema.split("(", 1)[0]
         ref = _reference_source(schema)
-        out.append(Case(f"binding_source({schema!r}) -> (function name, parameters)",
-                        lambda s=schema, n=name: _signature(binding_source(s), n),
-                        expected=_signature(ref, name)))
+        out.append(probe(_binding_signature, schema, name, expected=_signature(ref, name),
+                         label=f"binding_source({schema!r}) -> (function name, parameters)"))
         for args, kwargs in calls:
             label = f"{_call_label(name, args, kwargs or {})} with the generated {name} passes to _dispatch"
             if kwargs is None:  # too many positional arguments: Python refuses the call
-                out.append(Case(label.replace(" passes to _dispatch", ""),
-                                lambda s=schema, n=name, a=args: _call(binding_source(s), n, a, {}),
-                                raises=TypeError))
+                out.append(probe(_binding_call, schema, name, args, {}, raises=TypeError,
+                                 label=label.replace(" passes to _dispatch", "")))
                 continue
-            out.append(Case(label,
-                            lambda s=schema, n=name, a=args, k=kwargs: _call(binding_source(s), n, a, k),
-                            expected=_call(ref, name, args, kwargs)))
+            out.append(probe(_binding_call, schema, name, args, kwargs, expected=_call(ref, name, args, kwargs),
+                             label=label))
     return out
 
 
@@ -327,7 +368,7 @@ def _binding_source(binding_source):
 
 
 def _make(spec):
-    """('t', shape, dtype name) -> a fresh zeros tensor; anything else is a Python scalar."""
+    """('t', shape, dtype name) -> a zeros tensor; anything else is a Python scalar."""
     if isinstance(spec, tuple):
         return cl.zeros(spec[1], dtype=getattr(cl, spec[2]))
     return spec
@@ -372,20 +413,29 @@ _PAIRS = [
     (("t", (2, 0), "int8"), ("t", (1,), "int16")),
     (("t", (), "bool"), 2.5),
 ]
+_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64"]
+
+
+def _random_operand(rng):
+    kind = int(rng.integers(0, 4))
+    if kind == 3:  # a Python scalar
+        return [True, 3, 1.5][int(rng.integers(0, 3))]
+    shape = () if kind == 0 else tuple(int(n) for n in rng.integers(0, 3, size=int(rng.integers(1, 3))))
+    return ("t", shape, _DTYPES[int(rng.integers(0, len(_DTYPES)))])
 
 
 @exercise("01.6", title="result_type", points=2,
           hint="sort the operands into three tiers: tensors with dim() > 0, 0-d tensors, Python scalars "
                "(bool -> cl.bool, int -> cl.int64, float -> the default dtype); promote within a tier; a lower "
-               "tier changes the answer only if its category (bool < int < float) is higher.")
-def _result_type(result_type):
-    out = []
-    for a, b in _PAIRS:
-        out.append(Case(f"result_type({_spec_label(a)}, {_spec_label(b)})",
-                        lambda a=a, b=b: result_type(_make(a), _make(b)),
-                        expected=cl.result_type(_make(a), _make(b))))
+               "tier changes the answer only if its category (bool < int < float) is higher.",
+          forbid={"cl.result_type": cl.result_type})
+def _result_type(rng):
+    pairs = list(_PAIRS) + [(_random_operand(rng), _random_operand(rng)) for _ in range(6)]
+    out = [call(_make(a), _make(b), expected=cl.result_type(_make(a), _make(b)),
+                label=f"result_type({_spec_label(a)}, {_spec_label(b)})") for a, b in pairs]
     for a, b in ((("t", (2,), "int64"), 2.5), (("t", (2,), "float32"), 2.5), (2, 0.5)):
-        out.append(Case(f"result_type({_spec_label(a)}, {_spec_label(b)}) after cl.set_default_dtype(cl.float64)",
-                        lambda a=a, b=b: _with_default_dtype(cl.float64, result_type, _make(a), _make(b)),
-                        expected=_with_default_dtype(cl.float64, cl.result_type, _make(a), _make(b))))
+        out.append(probe(_under_float64, _make(a), _make(b),
+                         expected=_under_float64(cl.result_type, _make(a), _make(b)),
+                         label=f"result_type({_spec_label(a)}, {_spec_label(b)}) after "
+                               "cl.set_default_dtype(cl.float64)"))
     return out

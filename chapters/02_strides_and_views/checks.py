@@ -5,21 +5,25 @@ tuple of ints and an int, exactly what ``Tensor.as_strided(shape, stride, offset
 takes. Expected values come from running the same op on a course_lib tensor of
 that geometry (``_reference``), except for a few edge cases where course_lib
 does not (yet) behave like PyTorch; those are literals observed with torch
-2.13.0 and marked ``# torch``.
+2.13.0 and marked ``# torch``. Each exercise adds geometries drawn from ``rng``,
+and forbids the course_lib op it rebuilds (and ``as_strided``, which would let
+the op compute the answer).
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from course.checks import Case, case, exercise
+import course_lib as cl
+from course_lib._ops import views as _views
+
+from course.checks import Trial, call, exercise, probe
+
+
+def _forbid(*methods: str) -> dict:
+    """``{"Tensor.transpose": cl.Tensor.transpose, ...}`` for the geometry exercises."""
+    return {f"Tensor.{m}": getattr(cl.Tensor, m) for m in methods + ("as_strided",)}
 
 # ---------------------------------------------------------------- helpers
-
-
-def _cl():
-    import course_lib
-
-    return course_lib
 
 
 def _tensor(shape: tuple, stride: tuple, offset: int):
@@ -28,7 +32,7 @@ def _tensor(shape: tuple, stride: tuple, offset: int):
         need = offset + 1 + sum((s - 1) * st for s, st in zip(shape, stride))
     else:
         need = offset + 1
-    return _cl().zeros(need).as_strided(shape, stride, offset)
+    return cl.zeros(need).as_strided(shape, stride, offset)
 
 
 def _geometry(t) -> tuple:
@@ -36,38 +40,52 @@ def _geometry(t) -> tuple:
 
 
 class _Raises:
-    """Marker for an expected exception in a case table."""
+    """Marker for an expected exception in a case table (and its message, when it is checked)."""
 
-    def __init__(self, exc: type[BaseException]):
-        self.exc = exc
+    def __init__(self, exc: type[BaseException], message: str | None = None):
+        self.exc, self.message = exc, message
 
 
-def _reference(op: Callable[[], Any]):
-    """What the reference gives: its value, or _Raises(type) if it raises."""
+def _reference(op: Callable[[], Any], message: bool = False):
+    """What the reference gives: its value, or _Raises(type) if it raises (with its message if asked)."""
     try:
         return op()
     except Exception as e:  # noqa: BLE001 - any error the reference raises is the expected one
-        return _Raises(type(e))
+        return _Raises(type(e), str(e) if message else None)
 
 
-def _case(fn, args: tuple, expected, name: str) -> Case:
+def _case(args: tuple, expected) -> Trial:
     if isinstance(expected, _Raises):
-        return case(fn, *args, name=name, raises=expected.exc)
-    return case(fn, *args, name=name, expected=expected)
+        return call(*args, raises=expected.exc, match=expected.message)
+    return call(*args, expected=expected)
 
 
 _REF = object()  # "ask the reference" in a case table
 
 
-def _geometry_cases(fn, name: str, table: list, op: Callable) -> list[Case]:
-    """Cases for `fn(shape, stride, offset, *args)`; table rows are (shape, stride, offset, args, expected),
+def _geometry_cases(table: list, op: Callable) -> list[Trial]:
+    """Trials for `fn(shape, stride, offset, *args)`; table rows are (shape, stride, offset, args, expected),
     with expected _REF to run `op(tensor, *args)` on course_lib."""
     out = []
     for shape, stride, offset, args, expected in table:
         if expected is _REF:
             expected = _reference(lambda: _geometry(op(_tensor(shape, stride, offset), *args)))
-        out.append(_case(fn, (shape, stride, offset) + tuple(args), expected, name))
+        out.append(_case((shape, stride, offset) + tuple(args), expected))
     return out
+
+
+def _random_geometry(rng, max_dims: int = 4) -> tuple:
+    """A random (shape, stride, offset): sizes 0..4 (rarely 0), strides 0..12, offset 0..5."""
+    ndim = int(rng.integers(0, max_dims + 1))
+    shape = tuple(int(n) for n in rng.choice([0, 1, 2, 3, 4], p=[0.05, 0.2, 0.3, 0.25, 0.2], size=ndim))
+    stride = tuple(int(v) for v in rng.integers(0, 13, size=ndim))
+    return shape, stride, int(rng.integers(0, 6))
+
+
+def _dim(rng, ndim: int) -> int:
+    """A dim for `ndim` dims, negative half the time (and, rarely, one out of range)."""
+    n = max(ndim, 1)
+    return int(rng.integers(-n - (rng.random() < 0.1), n + (rng.random() < 0.1)))
 
 
 # ---------------------------------------------------------------- 02.1 views or copies
@@ -94,7 +112,6 @@ COPY_EXPRESSIONS = [
 
 def copies_in_course_lib(expression: str) -> bool:
     """Does `expression` (on t = arange(24.).reshape(2, 3, 4)) give a tensor with new storage?"""
-    cl = _cl()
     t = cl.arange(24.).reshape(2, 3, 4)
     r = eval(expression, {"t": t, "course_lib": cl})  # noqa: S307 - fixed expressions above
     return r.untyped_storage().data_ptr() != t.untyped_storage().data_ptr()
@@ -104,12 +121,14 @@ def copies_in_course_lib(expression: str) -> bool:
           hint="a result copies when it cannot be written as (shape, stride, offset) over t's storage; run the "
                "verification cell: its untyped_storage().data_ptr() differs from t's. Keys are the strings of "
                "EXPRESSIONS.")
-def _predict_copies(predict_copies):
-    def entry(expr):
-        return lambda: predict_copies()[expr]
+def _predict_copies(rng):
+    return [probe(_prediction, expr, expected=copies_in_course_lib(expr), label=f"predict_copies()[{expr!r}]")
+            for expr in COPY_EXPRESSIONS]
 
-    predict_copies()  # a stub raises NotImplementedError here: NOT ATTEMPTED
-    return [Case(f"predict_copies()[{expr!r}]", entry(expr), copies_in_course_lib(expr)) for expr in COPY_EXPRESSIONS]
+
+def _prediction(fn, expr: str):
+    """Probe: the learner's prediction for one expression."""
+    return fn()[expr]
 
 
 # ---------------------------------------------------------------- 02.2 is_contiguous
@@ -146,11 +165,19 @@ _CONTIGUITY = [
 @exercise("02.2", title="is_contiguous", points=1,
           hint="if any size is 0, return True. Otherwise walk the dims from last to first with expected = 1: "
                "skip dims of size 1; any other dim needs stride == expected, then expected *= size. "
-               "Return a Python bool.")
-def _is_contiguous(is_contiguous):
-    return [case(is_contiguous, shape, stride, name="is_contiguous",
-                 expected=bool(_tensor(shape, stride, 0).is_contiguous()))
-            for shape, stride in _CONTIGUITY]
+               "Return a Python bool.", forbid=_forbid("is_contiguous"))
+def _is_contiguous(rng):
+    table = list(_CONTIGUITY)
+    for _ in range(4):  # a random geometry, and the contiguous strides of a random shape, perhaps permuted
+        shape, stride, _ = _random_geometry(rng)
+        table.append((shape, stride))
+        shape = _random_geometry(rng)[0]
+        stride = tuple(int(v) for v in cl.empty(shape).stride())
+        if len(shape) > 1 and rng.random() < 0.5:
+            perm = [int(k) for k in rng.permutation(len(shape))]
+            stride = tuple(stride[k] for k in perm)
+        table.append((shape, stride))
+    return [call(shape, stride, expected=bool(_tensor(shape, stride, 0).is_contiguous())) for shape, stride in table]
 
 
 # ---------------------------------------------------------------- 02.3 transpose
@@ -175,10 +202,14 @@ _TRANSPOSE = [
 
 @exercise("02.3", title="transpose_geometry", points=1,
           hint="wrap negative dims with wrap_dim(dim, len(shape)) (IndexError when out of range), then swap "
-               "the two sizes and the two strides; the offset does not change. Return tuples.")
-def _transpose_geometry(transpose_geometry):
-    return _geometry_cases(transpose_geometry, "transpose_geometry", _TRANSPOSE,
-                           lambda t, d0, d1: t.transpose(d0, d1))
+               "the two sizes and the two strides; the offset does not change. Return tuples.",
+          forbid=_forbid("transpose"))
+def _transpose_geometry(rng):
+    table = list(_TRANSPOSE)
+    for _ in range(5):
+        shape, stride, offset = _random_geometry(rng)
+        table.append((shape, stride, offset, (_dim(rng, len(shape)), _dim(rng, len(shape))), _REF))
+    return _geometry_cases(table, lambda t, d0, d1: t.transpose(d0, d1))
 
 
 # ---------------------------------------------------------------- 02.4 permute
@@ -205,9 +236,18 @@ _PERMUTE = [
 
 @exercise("02.4", title="permute_geometry", points=1,
           hint="new dim i takes the size and stride of old dim dims[i] (wrapped with wrap_dim). "
-               "RuntimeError if len(dims) != len(shape) or a dim repeats; IndexError if a dim is out of range.")
-def _permute_geometry(permute_geometry):
-    return _geometry_cases(permute_geometry, "permute_geometry", _PERMUTE, lambda t, dims: t.permute(dims))
+               "RuntimeError if len(dims) != len(shape) or a dim repeats; IndexError if a dim is out of range.",
+          forbid=_forbid("permute"))
+def _permute_geometry(rng):
+    table = list(_PERMUTE)
+    for k in range(5):
+        shape, stride, offset = _random_geometry(rng)
+        dims = [int(d) for d in rng.permutation(len(shape))]
+        dims = [d - len(shape) if rng.random() < 0.3 else d for d in dims]  # some written negative
+        if k == 4 and len(dims) > 1:  # a repeat that shows only after wrapping
+            dims[0] = dims[1] - len(shape) if dims[1] >= 0 else dims[1] + len(shape)
+        table.append((shape, stride, offset, (tuple(dims),), _REF))
+    return _geometry_cases(table, lambda t, dims: t.permute(dims))
 
 
 # ---------------------------------------------------------------- 02.5 narrow
@@ -236,10 +276,22 @@ _NARROW = [
 @exercise("02.5", title="narrow_geometry", points=1,
           hint="wrap dim; start may be negative (start += size) and must lie in [-size, size], else IndexError; "
                "RuntimeError if length < 0 or start + length > size, or for a 0-d tensor. The dim's size becomes "
-               "length and the offset moves by start * stride[dim] (even when length is 0).")
-def _narrow_geometry(narrow_geometry):
-    return _geometry_cases(narrow_geometry, "narrow_geometry", _NARROW,
-                           lambda t, dim, start, length: t.narrow(dim, start, length))
+               "length and the offset moves by start * stride[dim] (even when length is 0).",
+          forbid=_forbid("narrow"))
+def _narrow_geometry(rng):
+    table = list(_NARROW)
+    for _ in range(5):
+        shape, stride, offset = _random_geometry(rng)
+        shape = shape or (3,)
+        stride = stride or (1,)
+        dim = _dim(rng, len(shape))
+        size = shape[dim] if -len(shape) <= dim < len(shape) else 1
+        start = int(rng.integers(0, size + 1))
+        length = int(rng.integers(0, size - start + 1)) + (rng.random() < 0.1)  # rarely one too long
+        if start < size and rng.random() < 0.3:
+            start -= size  # the same start, written negative
+        table.append((shape, stride, offset, (dim, start, length), _REF))
+    return _geometry_cases(table, lambda t, dim, start, length: t.narrow(dim, start, length))
 
 
 # ---------------------------------------------------------------- 02.6 select
@@ -265,10 +317,17 @@ _SELECT = [
 
 @exercise("02.6", title="select_geometry", points=1,
           hint="IndexError for a 0-d tensor, a bad dim, or an index outside [-size, size); wrap a negative "
-               "index; drop the dim from shape and stride and add index * stride[dim] to the offset.")
-def _select_geometry(select_geometry):
-    return _geometry_cases(select_geometry, "select_geometry", _SELECT,
-                           lambda t, dim, index: t.select(dim, index))
+               "index; drop the dim from shape and stride and add index * stride[dim] to the offset.",
+          forbid=_forbid("select"))
+def _select_geometry(rng):
+    table = list(_SELECT)
+    for _ in range(5):
+        shape, stride, offset = _random_geometry(rng)
+        shape, stride = shape or (2,), stride or (3,)
+        dim = _dim(rng, len(shape))
+        size = shape[dim] if -len(shape) <= dim < len(shape) else 1
+        table.append((shape, stride, offset, (dim, int(rng.integers(-size - 1, size + 1))), _REF))
+    return _geometry_cases(table, lambda t, dim, index: t.select(dim, index))
 
 
 # ---------------------------------------------------------------- 02.7 compute_stride
@@ -316,12 +375,27 @@ _VIEWS = [
           hint="handle 0-d and empty inputs first. Then walk old dims right to left; a chunk ends at d when "
                "d == 0 or (oldshape[d-1] != 1 and oldstride[d-1] != chunk numel * chunk_base_stride). At each "
                "chunk end, give new dims (right to left) strides view_numel * chunk_base_stride until the "
-               "numels match (size-1 new dims join too); no match -> None.")
-def _compute_stride(compute_stride):
-    from course_lib._ops.views import compute_stride as reference
-
-    return [case(compute_stride, old, stride, new, name="compute_stride", expected=reference(old, stride, new))
-            for old, stride, new in _VIEWS]
+               "numels match (size-1 new dims join too); no match -> None.",
+          forbid={"course_lib's compute_stride": _views.compute_stride, "Tensor.view": cl.Tensor.view,
+                  "Tensor.as_strided": cl.Tensor.as_strided})
+def _compute_stride(rng):
+    table = list(_VIEWS)
+    for _ in range(6):  # a random strided geometry viewed as a random regrouping of its sizes
+        shape, stride, _ = _random_geometry(rng)
+        shape = tuple(n or 1 for n in shape)
+        sizes = [n for n in shape if n > 1]
+        new: list[int] = []
+        while sizes:
+            k = int(rng.integers(1, min(len(sizes), 3) + 1))
+            group = 1
+            for n in sizes[:k]:
+                group *= n
+            new.append(group)
+            sizes = sizes[k:]
+        for _ in range(int(rng.integers(0, 3))):
+            new.insert(int(rng.integers(0, len(new) + 1)), 1)
+        table.append((shape, stride, tuple(new)))
+    return [call(old, stride, new, expected=_views.compute_stride(old, stride, new)) for old, stride, new in table]
 
 
 # ---------------------------------------------------------------- 02.8 expand
@@ -353,42 +427,25 @@ _EXPAND = [
 @exercise("02.8", title="expand_geometry", points=2,
           hint="align size and shape on the right and go from the last dim to the first; an old dim of size 1 "
                "may grow, with stride 0; a new leading dim gets stride 0, or, if its size is 1, size * stride "
-               "of the dim to its right (1 if none). A 0-d tensor expands with all strides 0.")
-def _expand_geometry(expand_geometry):
-    return _geometry_cases(expand_geometry, "expand_geometry", _EXPAND, lambda t, size: t.expand(size))
+               "of the dim to its right (1 if none). A 0-d tensor expands with all strides 0.",
+          forbid=_forbid("expand"))
+def _expand_geometry(rng):
+    table = list(_EXPAND)
+    for _ in range(5):
+        shape, stride, offset = _random_geometry(rng, max_dims=3)
+        size = [n if n != 1 else int(rng.integers(1, 5)) for n in shape]
+        size = [-1 if rng.random() < 0.2 else n for n in size]
+        size = [int(n) for n in rng.integers(2, 4, size=int(rng.integers(0, 2)))] + size
+        table.append((shape, stride, offset, (tuple(size),), _REF))
+    return _geometry_cases(table, lambda t, size: t.expand(size))
 
 
 # ---------------------------------------------------------------- 02.9 broadcast_shapes
 
 
-def _message_parts(text: str, width: int = 48) -> tuple[str, ...]:
-    """Cut a long message at spaces into parts of at most `width` characters (joined they give it back),
-    so a failure shows every part in full."""
-    parts, current = [], ""
-    for word in text.split(" "):
-        piece = word if not current else " " + word
-        if current and len(current) + len(piece) > width:
-            parts.append(current)
-            current = " " + word
-        else:
-            current += piece
-    parts.append(current)
-    return tuple(parts)
-
-
-def _outcome(fn: Callable[[], Any]):
-    """fn's value, or (ExceptionName, message parts...) when it raises."""
-    try:
-        return fn()
-    except (KeyboardInterrupt, SystemExit, NotImplementedError):
-        raise
-    except Exception as e:  # noqa: BLE001 - the type and message are compared
-        return (type(e).__name__,) + _message_parts(str(e))
-
-
-def _mismatch(a: int, b: int, dim: int) -> tuple:
-    return ("RuntimeError",) + _message_parts(
-        f"The size of tensor a ({a}) must match the size of tensor b ({b}) at non-singleton dimension {dim}")
+def _mismatch(a: int, b: int, dim: int) -> _Raises:
+    return _Raises(RuntimeError, f"The size of tensor a ({a}) must match the size of tensor b ({b}) "
+                                 f"at non-singleton dimension {dim}")
 
 
 _BROADCAST = [
@@ -419,15 +476,29 @@ _BROADCAST = [
           hint="fold left to right: result = (); for each shape, align result and shape on the right (missing "
                "sizes count as 1); compare dims from the right, sizes equal or one of them 1, else RuntimeError("
                "'The size of tensor a (A) must match the size of tensor b (B) at non-singleton dimension D') for the "
-               "right-most clash, D counted in the pair's result.")
-def _broadcast_shapes(broadcast_shapes):
-    cl = _cl()
+               "right-most clash, D counted in the pair's result.",
+          forbid={"cl.broadcast_shapes": cl.broadcast_shapes})
+def _broadcast_shapes(rng):
+    table = list(_BROADCAST)
+    for _ in range(6):  # shapes cut from one random shape, some sizes set to 1, perhaps one clash
+        full = [int(n) for n in rng.integers(2, 6, size=int(rng.integers(1, 5)))]
+        shapes = []
+        for _ in range(int(rng.integers(2, 4))):
+            tail = full[len(full) - int(rng.integers(0, len(full) + 1)):]
+            shapes.append(tuple(1 if rng.random() < 0.3 else n for n in tail))
+        if rng.random() < 0.4 and shapes[-1]:
+            k = int(rng.integers(0, len(shapes[-1])))
+            shapes[-1] = shapes[-1][:k] + (shapes[-1][k] + 1,) + shapes[-1][k + 1:]
+        table.append((tuple(shapes), _REF))
     out = []
-    for shapes, expected in _BROADCAST:
+    for shapes, expected in table:
         if expected is _REF:
-            expected = _outcome(lambda: tuple(cl.broadcast_shapes(*shapes)))
-        out.append(Case(f"broadcast_shapes({', '.join(map(repr, shapes))})",
-                        (lambda s=shapes: _outcome(lambda: broadcast_shapes(*s))), expected))
+            expected = _reference(lambda: tuple(cl.broadcast_shapes(*shapes)), message=True)
+        label = f"broadcast_shapes({', '.join(map(repr, shapes))})"
+        if isinstance(expected, _Raises):
+            out.append(call(*shapes, raises=expected.exc, match=expected.message, label=label))
+        else:
+            out.append(call(*shapes, expected=expected, label=label))
     return out
 
 
@@ -488,11 +559,34 @@ _INDEX = [
 @exercise("02.10", title="index_geometry", points=3,
           hint="make index a tuple and count the dims its ints and slices consume; ... skips the dims nobody "
                "else consumes. Walk it keeping the current dim d: an int selects (d stays), a slice narrows "
-               "with a step (d += 1), None inserts a size-1 dim with unsqueeze's stride (d += 1).")
-def _index_geometry(index_geometry):
+               "with a step (d += 1), None inserts a size-1 dim with unsqueeze's stride (d += 1).",
+          forbid=_forbid("__getitem__"))
+def _index_geometry(rng):
+    table = list(_INDEX)
+    for _ in range(6):
+        geometry = _random_geometry(rng)
+        shape = geometry[0]
+        index: list = []
+        d = 0
+        while d < len(shape) and rng.random() < 0.8:
+            kind = rng.random()
+            n = shape[d]
+            if kind < 0.3 and n:
+                index.append(int(rng.integers(-n, n)))
+                d += 1
+            elif kind < 0.45:
+                index.append(None)
+            else:
+                start = int(rng.integers(-n - 1, n + 2))
+                stop = None if rng.random() < 0.3 else int(rng.integers(-n - 1, n + 2))
+                index.append(slice(start, stop, int(rng.integers(1, 4))))
+                d += 1
+        if rng.random() < 0.3:
+            index.insert(int(rng.integers(0, len(index) + 1)), Ellipsis)
+        table.append((geometry, tuple(index), _REF))
     out = []
-    for (shape, stride, offset), index, expected in _INDEX:
+    for (shape, stride, offset), index, expected in table:
         if expected is _REF:
             expected = _reference(lambda: _geometry(_tensor(shape, stride, offset)[index]))
-        out.append(_case(index_geometry, (shape, stride, offset, index), expected, "index_geometry"))
+        out.append(_case((shape, stride, offset, index), expected))
     return out

@@ -88,7 +88,7 @@ def _opaque(value: Any) -> list:
     return ["opaque", type(value).__name__, _short_repr(value)]
 
 
-_MAX_MESSAGE = 2000
+_MAX_MESSAGE = 300  # characters of an exception's message (a `match=` longer than this cannot match)
 
 
 def exception_wire(exc: BaseException, where: str = "") -> list:

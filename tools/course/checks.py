@@ -502,7 +502,8 @@ class _ForbiddenCalls:
         self._inspect = inspect
 
     def _outside(self, frame) -> bool:
-        return frame is None or not frame.f_code.co_filename.startswith(self.trusted)
+        # course_lib's generated bindings are compiled from text: "<generated binding transpose>"
+        return frame is None or not frame.f_code.co_filename.startswith(self.trusted + ("<generated binding",))
 
     def _profile(self, frame, event, arg):
         if event == "call":
