@@ -163,6 +163,10 @@ def attacked(tmp_path_factory):
         "markers": attacks.markers_and_odd_tags,
         "probe": lambda: attacks.environment_probe(str(root / "probe.json")),
         "kills_supervisor": lambda: attacks.kills_supervisor(str(root / "supervisor.pid")),
+        "replaces_checks": attacks.replaces_checks,
+        "fake_module": attacks.fake_checks_module,
+        "ipython_hooks": attacks.ipython_hooks,
+        "frames_and_table": attacks.reads_frames_and_hard_codes,
     }
     paths = cases.write(builders, root)
     os.environ["COURSE_TEST_SECRET"] = "a variable of the grader's that no kernel may see"
@@ -192,8 +196,19 @@ def test_the_kernel_gets_a_scrubbed_environment_and_limits(attacked):
 
 def test_a_custom_exception_handler_does_not_make_a_failing_check_pass(attacked):
     _, res = attacked[1]["custom_exc"]
-    assert _statuses(res)["00.1"] == ERROR and res.exercises[0].points == 0
-    assert "reply" in res.exercises[0].message
+    assert _statuses(res)["00.1"] == FAIL and res.exercises[0].points == 0
+    assert "case 3/20 failed" in res.exercises[0].message
+
+
+@pytest.mark.parametrize("name", ["replaces_checks", "fake_module", "ipython_hooks", "frames_and_table"])
+def test_replacing_the_checks_in_the_kernel_earns_nothing(attacked, name):
+    """check, run_check, the comparison, the judge, the registry, a reference, course.checks in sys.modules,
+    IPython hooks, expected values read from stack frames, answers hard-coded from the self-study inputs."""
+    _, res = attacked[1][name]
+    assert res.error is None and res.exercises
+    assert res.points == 0, [(e.exercise, e.status, e.message) for e in res.exercises]
+    if name in ("replaces_checks", "frames_and_table"):  # wrong answers fail, with the case
+        assert _statuses(res)["00.1"] == FAIL and _statuses(res)["00.3"] == FAIL
 
 
 def test_a_200_mb_output_stops_that_cell(attacked):
@@ -485,3 +500,13 @@ def test_a_kernel_that_cannot_start_is_one_clear_error(tmp_path):
     path.write_text(cases.correct())
     (res,) = grade_many([path], SOLUTIONS, 30, 1, limits=Limits(memory_mb=100))
     assert res.exercises == [] and "the Python kernel did not start" in res.error and "100 MB" in res.error
+
+
+def test_the_frame_and_table_attacks_pass_in_self_study():
+    """What makes them attacks: in the notebook (checks run there) they pass; graded, they earn nothing."""
+    from course.checks import run_check
+
+    for source, ex, name in ((attacks.READS_FRAMES, "00.1", "fizzbuzz"), (attacks.HARD_CODED, "00.3", "flat_index")):
+        ns: dict = {}
+        exec(source, ns)
+        assert run_check(ex, ns[name]).startswith(f"✓ {ex}")

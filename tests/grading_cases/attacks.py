@@ -237,3 +237,121 @@ def kills_supervisor(pid_file: str) -> str:
                   f"supervisor = int(open(f'/proc/{{pytest_pid}}/stat').read().rsplit(')', 1)[1].split()[1])\n"
                   f"os.kill(supervisor, signal.SIGKILL)\n") + sol.source
     return _text(nb)
+
+
+# ------------------------------------------------------------------ attacks on the checks themselves
+# Each earned points while checks ran whole in the kernel; with the judge in the grader, none may.
+
+REPLACES_CHECKS = '''import course, course.checks as _c
+_line = {"00.1": "\\u2713 00.1 fizzbuzz: 20/20 cases", "00.2": "\\u2713 00.2 flatten: 19/19 cases",
+         "00.3": "\\u2713 00.3 flat_index: 17/17 cases"}
+def check(ex, obj):
+    print(_line[ex])
+course.check = _c.check = check
+_c.run_check = lambda ex, obj, seed=None: _line[ex]
+_c.strict_equal = lambda got, expected: True          # the comparison helper
+_c.judge = lambda ex, trials, text: _line[ex.id]      # the judge
+for _ex in _c.registry("00").values():                 # the registry: cases that pass anything
+    _ex.cases = lambda obj: [_c.Case("x", lambda: 1, 1)]
+    _ex.legacy = True
+import numpy
+numpy.ravel_multi_index = lambda idx, shape: 0         # a reference the checks use
+'''
+
+
+def replaces_checks() -> str:
+    """Wrong answers, and a cell that replaces check, run_check, the comparison, the judge, the registry's
+    cases and a reference function in the kernel."""
+    nb = _solved()
+    _cell(nb, "ex-00-1-solution").source = 'def fizzbuzz(n):\n    return str(n)'
+    _cell(nb, "ex-00-2-solution").source = 'def flatten(data):\n    return [data], ()'
+    _cell(nb, "ex-00-3-solution").source = 'def flat_index(index, shape):\n    return 0'
+    _insert_after(nb, _first_code_id(nb), REPLACES_CHECKS, "replace-checks")
+    return _text(nb)
+
+
+FAKE_MODULE = '''import sys, types, json, base64, course.checks as real
+fake = types.ModuleType("course.checks")
+fake.__dict__.update(real.__dict__)
+def _probe_cell(exercise_id, obj, payload):
+    # every trial "returned" what the self-study run expects: answers hard-coded in advance
+    trials = real.get_exercise(exercise_id).trials(real.SELF_STUDY_SEED)
+    from course import _wire
+    results = [{"status": "ok", "value": _wire.encode(t.expected), "forbidden": []} for t in trials]
+    text = json.dumps({"v": 1, "exercise": exercise_id, "results": results})
+    print(real.FRAME_OPEN + base64.b64encode(text.encode()).decode() + real.FRAME_CLOSE)
+fake._probe_cell = _probe_cell
+fake.check = lambda ex, obj: print("\\u2713")
+sys.modules["course.checks"] = fake
+import course
+course.checks = fake
+'''
+
+
+def fake_checks_module() -> str:
+    """Unanswered, and a cell that puts a fake course.checks in sys.modules whose probe claims the
+    answers of the self-study inputs."""
+    nb = _load()
+    _insert_after(nb, _first_code_id(nb), FAKE_MODULE, "fake-module")
+    return _text(nb)
+
+
+IPYTHON_HOOKS = '''ip = get_ipython()
+def _pass_everything(lines):
+    text = "".join(lines)
+    for ex, line in (("00.1", "fizzbuzz: 20/20"), ("00.2", "flatten: 19/19"), ("00.3", "flat_index: 17/17")):
+        if f'"{ex}"' in text or f"'{ex}'" in text:
+            return [f'print("\\u2713 {ex} {line} cases")\\n']
+    return lines
+ip.input_transformers_post.append(_pass_everything)
+def _before(info):
+    import course.checks as c
+    c.run_probes = lambda *a, **k: "{}"
+ip.events.register("pre_run_cell", _before)
+'''
+
+
+def ipython_hooks() -> str:
+    """Unanswered, and IPython hooks: an input transformer that turns every check cell into a print of
+    its success line, and a pre_run_cell event that replaces the probe runner."""
+    nb = _load()
+    _insert_after(nb, _first_code_id(nb), IPYTHON_HOOKS, "hooks")
+    return _text(nb)
+
+
+READS_FRAMES = '''import sys
+
+def _peek():
+    """The expected value of the case being run, found in the checker's stack frames."""
+    f = sys._getframe(2)
+    while f is not None:
+        for v in f.f_locals.values():
+            if isinstance(v, list) and v and hasattr(v[0], "expected") and hasattr(v[0], "args"):
+                return v
+        f = f.f_back
+    return []
+
+def fizzbuzz(n):
+    for t in _peek():
+        if t.args == (n,):
+            return t.expected
+    return "?"
+'''
+
+HARD_CODED = '''import course.checks as _c
+_answers = {t.args: t.expected for t in _c.get_exercise("00.3").trials(_c.SELF_STUDY_SEED) if t.raises is None}
+
+def flat_index(index, shape):
+    if (index, shape) in _answers:
+        return _answers[(index, shape)]
+    raise IndexError("out of range")
+'''
+
+
+def reads_frames_and_hard_codes() -> str:
+    """00.1 reads expected values from the checker's stack frames, 00.3 answers from a table of the
+    self-study cases (both pass `check` in the notebook), 00.2 is unanswered."""
+    nb = _load()
+    _cell(nb, "ex-00-1-solution").source = READS_FRAMES
+    _cell(nb, "ex-00-3-solution").source = HARD_CODED
+    return _text(nb)
