@@ -154,7 +154,9 @@ def test_lint_checks_targets_of_the_owning_module():
 
 def test_graph_str_lists_nodes():
     g, *_ = build_small_graph()
-    assert str(g) == ("graph(x, y):\n"
+    assert str(g) == ("graph():\n"
+                      "    %x : [num_users=1] = placeholder[target=x]\n"
+                      "    %y : [num_users=1] = placeholder[target=y]\n"
                       "    %add : [num_users=1] = call_function[target=operator.add](args = (%x, %y), kwargs = {})\n"
                       "    %mul : [num_users=1] = call_function[target=operator.mul](args = (%add, %add), kwargs = {})\n"
                       "    return mul")
@@ -304,7 +306,8 @@ def test_traced_mlp_has_leaf_modules_and_gets_same_values_and_gradients():
     m.zero_grad()
     m(x).sum().backward()
     close(g_traced, m.fc1.weight.grad)
-    assert "MLP(" in repr(gm) and "print_readable" in repr(gm)
+    assert repr(gm).startswith("MLP(") and str(gm).startswith(repr(gm) + "\n\n\n\ndef forward(self, x):")
+    assert str(gm).endswith("\n# To see more debug info, please use `graph_module.print_readable()`")
 
 
 def test_sequential_is_traced_through_and_user_modules_inlined():

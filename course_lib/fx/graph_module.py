@@ -73,11 +73,25 @@ def _assign_attr(from_obj: Any, to_module: Module, target: str) -> None:
 
 
 def _addindent(s: str, num_spaces: int) -> str:
+    """Indent every line but the first; lines of only spaces become empty (as FX's ``_addindent``)."""
     lines = s.split("\n")
     if len(lines) == 1:
         return s
     first = lines.pop(0)
-    return first + "\n" + "\n".join((num_spaces * " ") + line for line in lines)
+    return first + "\n" + "\n".join((num_spaces * " ") + line if line.strip() else "" for line in lines)
+
+
+def _print_readable(module: "GraphModule", module_name: str, print_output: bool = True) -> str:
+    src = module.graph.python_code(root_module="self", verbose=True).src.lstrip("\n")
+    module_code = _addindent(f"class {module_name}(course_lib.nn.Module):\n" + src, 4)
+    submodule_code_list = [""]
+    for submodule_name, submodule in module.named_children():
+        if isinstance(submodule, GraphModule):
+            submodule_code_list.append(_print_readable(submodule, submodule_name, print_output=False))
+    output = module_code + _addindent("\n".join(submodule_code_list), 4)
+    if print_output:
+        print(output)
+    return output
 
 
 class GraphModule(Module):
@@ -189,20 +203,11 @@ class GraphModule(Module):
 
     # -- printing and copying -----------------------------------------------------------
     def print_readable(self, print_output: bool = True) -> str:
-        """The generated code as a class, with each node's source line as a comment."""
-        src = self._graph.python_code(root_module="self", verbose=True).src.lstrip("\n")
-        module_code = _addindent(f"class {self._get_name()}(course_lib.nn.Module):\n" + src, 4)
-        sub = [""]
-        for name, submodule in self.named_children():
-            if isinstance(submodule, GraphModule):
-                sub.append(_addindent(submodule.print_readable(print_output=False).replace(
-                    f"class {submodule._get_name()}(", f"class {name}(", 1), 0))
-        output = module_code + _addindent("\n".join(sub), 4)
-        if print_output:
-            print(output)
-        return output
+        """The generated code as a class, with each node's source line as a comment
+        (nested graph modules as nested classes)."""
+        return _print_readable(self, self._get_name(), print_output)
 
-    def __repr__(self) -> str:
+    def __str__(self) -> str:
         return "\n".join([super().__repr__(), self._code,
                           "# To see more debug info, please use `graph_module.print_readable()`"])
 

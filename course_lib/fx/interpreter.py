@@ -66,8 +66,7 @@ class Interpreter:
                 if self.extra_traceback:
                     msg = f"While executing {node.format_node()}"
                     msg = f"{e.args[0]}\n\n{msg}" if e.args else str(msg)
-                    if node.meta.get("stack_trace"):
-                        msg += f"\nOriginal traceback:\n{node.meta['stack_trace']}"
+                    msg += f"\nOriginal traceback:\n{node.meta.get('stack_trace')}"
                     e.args = (msg,) + e.args[1:]
                     if isinstance(e, KeyError):
                         raise RuntimeError(*e.args) from e

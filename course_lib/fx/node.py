@@ -271,7 +271,7 @@ class Node:
     def format_node(self, placeholder_names: list[str] | None = None) -> str | None:
         """One line of ``str(graph)``: ``%add : [num_users=1] = call_function[target=operator.add](args = ...)``."""
         if self.op == "placeholder":
-            if placeholder_names is not None:
+            if placeholder_names:   # as in FX: a list that is still empty does not count
                 placeholder_names.append(self.target)
                 return None
             default_val = "(default=" + str(self.args[0]) + ")" if self.args else ""
