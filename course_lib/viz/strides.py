@@ -214,9 +214,6 @@ def draw_strides(obj, *, storage_size: int | None = None, arrows: bool | None = 
     >>> fig.axes[0].get_title()
     'shape (2, 3)  stride (1, 2)  offset 0'
     """
-    from matplotlib import colormaps
-    from matplotlib.patches import FancyArrowPatch, Rectangle
-
     geom = geometry_of(obj, storage_size)
     n = geom.numel
     if n > max_elements:
@@ -226,40 +223,15 @@ def draw_strides(obj, *, storage_size: int | None = None, arrows: bool | None = 
     values = _storage_values(obj, geom)
     # how many elements read each storage cell (cells past the end of the storage counted too)
     reads = np.bincount(idx.reshape(-1), minlength=geom.storage_size) if n else np.zeros(geom.storage_size, int)
-    n_read = int((reads[:geom.storage_size] > 0).sum())
-
-    # which storage cells to draw: all of them, or a window around the ones read
-    lo, hi = 0, geom.storage_size
-    if hi - lo > max_cells:
-        if n:
-            lo = max(int(idx.min()) - 1, 0)
-            hi = min(max(int(idx.max()) + 2, lo + 1), geom.storage_size)
-        else:
-            lo, hi = max(geom.offset - 1, 0), min(geom.offset + 2, geom.storage_size)
-        if hi - lo > max_cells:
-            raise ValueError(f"the elements read span {hi - lo} storage cells, too many to draw "
-                             f"(at most {max_cells})")
-    n_cells = hi - lo
-    cmap = colormaps["tab20"]
-
-    def colour(i: int):
-        if i >= geom.storage_size:
-            return "white"
-        return cmap(i % 20) if reads[i] else UNREAD
-
-    def light(i: int):
-        # the cell's colour mixed with white (opaque, so arrows can pass behind the grid)
-        c = colour(i)
-        if c in ("white", UNREAD):
-            return c
-        return tuple(0.4 + 0.6 * v for v in c[:3])
+    lo, hi = _storage_window(geom, idx, max_cells)
+    light = _cell_colours(reads, geom.storage_size)
 
     slices = _slices(geom, idx)
     gap = 1.0
     widths = [max(a.shape[1], 1) for _, a, _ in slices]
     grid_h = max(max(a.shape[0], 1) for _, a, _ in slices)
     top_w = sum(widths) + gap * (len(slices) - 1)
-    total_w = max(top_w, n_cells, 6)
+    total_w = max(top_w, hi - lo, 6)
     base_y = 3.0  # tensor grids start here; the storage row is y in [0, 1]
 
     if ax is None:
@@ -268,61 +240,11 @@ def draw_strides(obj, *, storage_size: int | None = None, arrows: bool | None = 
     else:
         fig = ax.figure
 
-    # the storage row
-    s_x0 = (total_w - n_cells) / 2
-    cell_x = {}
-    for k, i in enumerate(range(lo, hi)):
-        x = s_x0 + k
-        cell_x[i] = x
-        ax.add_patch(Rectangle((x, 0), 1, 1, facecolor=light(i), edgecolor="#444444", lw=0.8, zorder=2))
-        text = _fmt(values[i].item()) if values is not None else str(i)
-        ax.text(x + 0.5, 0.5, text, ha="center", va="center", fontsize=8.5, zorder=3)
-        ax.text(x + 0.5, -0.3, str(i), ha="center", va="center", fontsize=6.5, color="#555555")
-        if reads[i] > 1:
-            ax.text(x + 0.95, 1.08, f"×{reads[i]}", ha="right", va="bottom", fontsize=6.5, color="#333333")
-    if lo > 0:
-        ax.text(s_x0 - 0.2, 0.5, "…", ha="right", va="center", fontsize=10)
-    if hi < geom.storage_size:
-        ax.text(s_x0 + n_cells + 0.2, 0.5, "…", ha="left", va="center", fontsize=10)
-    ax.text(s_x0, -0.85, f"storage: {geom.storage_size} cells, {n_read} read", fontsize=8.5, va="center")
-
-    # the tensor above
+    cell_x = _draw_storage_row(ax, geom, reads, values, light, lo, hi, total_w)
     if arrows is None:
         arrows = 0 < n <= (24 if len(geom.shape) <= 2 else 12)
-    x0 = (total_w - top_w) / 2
-    for (label, grid, _), w in zip(slices, widths):
-        rows, cols = grid.shape
-        for r in range(rows):
-            for c in range(cols):
-                y = base_y + (grid_h - 1 - r)
-                si = int(grid[r, c])
-                outside = si >= geom.storage_size
-                ax.add_patch(Rectangle((x0 + c, y), 1, 1, facecolor=light(si), zorder=2,
-                                       edgecolor=OUTSIDE if outside else "#444444", lw=1.6 if outside else 0.8,
-                                       hatch="///" if outside else None))
-                if values is not None and not outside:
-                    ax.text(x0 + c + 0.5, y + 0.6, _fmt(values[si].item()), ha="center", va="center",
-                            fontsize=8.5, zorder=3)
-                    ax.text(x0 + c + 0.5, y + 0.22, f"s[{si}]", ha="center", va="center", fontsize=6.5, zorder=3)
-                else:
-                    ax.text(x0 + c + 0.5, y + 0.5, f"s[{si}]", ha="center", va="center", fontsize=8, zorder=3,
-                            color=OUTSIDE if outside else "black")
-                if arrows and si in cell_x:
-                    ax.add_patch(FancyArrowPatch((x0 + c + 0.5, y + 0.5), (cell_x[si] + 0.5, 1.0),
-                                                 arrowstyle="-|>", mutation_scale=7, lw=0.8, zorder=1,
-                                                 color=cmap(si % 20), shrinkA=0, shrinkB=1))
-        # index labels: rows on the left, columns on top
-        if len(geom.shape) >= 2:
-            for r in range(rows):
-                ax.text(x0 - 0.15, base_y + grid_h - 1 - r + 0.5, str(r), ha="right", va="center", fontsize=6.5,
-                        color="#777777")
-        if len(geom.shape) >= 1:
-            for c in range(cols):
-                ax.text(x0 + c + 0.5, base_y + grid_h + 0.12, str(c), ha="center", va="bottom", fontsize=6.5,
-                        color="#777777")
-        if label:
-            ax.text(x0, base_y + grid_h + 0.55, label, fontsize=8, va="bottom", family="monospace")
-        x0 += w + gap
+    _draw_tensor_slices(ax, geom, slices, widths, values, light, cell_x if arrows else None,
+                        x0=(total_w - top_w) / 2, base_y=base_y, grid_h=grid_h, gap=gap)
     if n == 0:
         ax.text(total_w / 2, base_y + 0.5, "(no elements)", ha="center", va="center", fontsize=9)
 
@@ -341,6 +263,111 @@ def draw_strides(obj, *, storage_size: int | None = None, arrows: bool | None = 
     ax.set_aspect("equal")
     ax.axis("off")
     return fig
+
+
+def _storage_window(geom: Geometry, idx: np.ndarray, max_cells: int) -> tuple:
+    """Which storage cells to draw, ``range(lo, hi)``: all of them, or a window around the ones read."""
+    lo, hi = 0, geom.storage_size
+    if hi - lo > max_cells:
+        if geom.numel:
+            lo = max(int(idx.min()) - 1, 0)
+            hi = min(max(int(idx.max()) + 2, lo + 1), geom.storage_size)
+        else:
+            lo, hi = max(geom.offset - 1, 0), min(geom.offset + 2, geom.storage_size)
+        if hi - lo > max_cells:
+            raise ValueError(f"the elements read span {hi - lo} storage cells, too many to draw "
+                             f"(at most {max_cells})")
+    return lo, hi
+
+
+def _cell_colours(reads: np.ndarray, storage_size: int):
+    """``light(i)``: the face colour of storage cell ``i`` and of the elements that read it.
+
+    A cell some element reads gets its own tab20 colour mixed with white (opaque, so arrows can
+    pass behind the grid); a cell no element reads is grey, and an index past the end of the
+    storage white.
+    """
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab20"]
+
+    def light(i: int):
+        if i >= storage_size:
+            return "white"
+        if not reads[i]:
+            return UNREAD
+        return tuple(0.4 + 0.6 * v for v in cmap(i % 20)[:3])
+
+    return light
+
+
+def _draw_storage_row(ax, geom: Geometry, reads: np.ndarray, values, light, lo: int, hi: int,
+                      total_w: float) -> dict:
+    """The storage cells ``lo..hi-1`` as a row at y in [0, 1], centred; returns each cell's x."""
+    from matplotlib.patches import Rectangle
+
+    n_cells = hi - lo
+    s_x0 = (total_w - n_cells) / 2
+    cell_x = {}
+    for k, i in enumerate(range(lo, hi)):
+        x = s_x0 + k
+        cell_x[i] = x
+        ax.add_patch(Rectangle((x, 0), 1, 1, facecolor=light(i), edgecolor="#444444", lw=0.8, zorder=2))
+        text = _fmt(values[i].item()) if values is not None else str(i)
+        ax.text(x + 0.5, 0.5, text, ha="center", va="center", fontsize=8.5, zorder=3)
+        ax.text(x + 0.5, -0.3, str(i), ha="center", va="center", fontsize=6.5, color="#555555")
+        if reads[i] > 1:
+            ax.text(x + 0.95, 1.08, f"×{reads[i]}", ha="right", va="bottom", fontsize=6.5, color="#333333")
+    if lo > 0:
+        ax.text(s_x0 - 0.2, 0.5, "…", ha="right", va="center", fontsize=10)
+    if hi < geom.storage_size:
+        ax.text(s_x0 + n_cells + 0.2, 0.5, "…", ha="left", va="center", fontsize=10)
+    n_read = int((reads[:geom.storage_size] > 0).sum())
+    ax.text(s_x0, -0.85, f"storage: {geom.storage_size} cells, {n_read} read", fontsize=8.5, va="center")
+    return cell_x
+
+
+def _draw_tensor_slices(ax, geom: Geometry, slices: list, widths: list, values, light, cell_x: dict | None, *,
+                        x0: float, base_y: float, grid_h: int, gap: float) -> None:
+    """The tensor's 2-D slices left to right above the storage row: each element in its cell's
+    colour with the index it reads (and its value); with ``cell_x``, an arrow to that cell."""
+    from matplotlib import colormaps
+    from matplotlib.patches import FancyArrowPatch, Rectangle
+
+    cmap = colormaps["tab20"]
+    for (label, grid, _), w in zip(slices, widths):
+        rows, cols = grid.shape
+        for r in range(rows):
+            for c in range(cols):
+                y = base_y + (grid_h - 1 - r)
+                si = int(grid[r, c])
+                outside = si >= geom.storage_size
+                ax.add_patch(Rectangle((x0 + c, y), 1, 1, facecolor=light(si), zorder=2,
+                                       edgecolor=OUTSIDE if outside else "#444444", lw=1.6 if outside else 0.8,
+                                       hatch="///" if outside else None))
+                if values is not None and not outside:
+                    ax.text(x0 + c + 0.5, y + 0.6, _fmt(values[si].item()), ha="center", va="center",
+                            fontsize=8.5, zorder=3)
+                    ax.text(x0 + c + 0.5, y + 0.22, f"s[{si}]", ha="center", va="center", fontsize=6.5, zorder=3)
+                else:
+                    ax.text(x0 + c + 0.5, y + 0.5, f"s[{si}]", ha="center", va="center", fontsize=8, zorder=3,
+                            color=OUTSIDE if outside else "black")
+                if cell_x is not None and si in cell_x:
+                    ax.add_patch(FancyArrowPatch((x0 + c + 0.5, y + 0.5), (cell_x[si] + 0.5, 1.0),
+                                                 arrowstyle="-|>", mutation_scale=7, lw=0.8, zorder=1,
+                                                 color=cmap(si % 20), shrinkA=0, shrinkB=1))
+        # index labels: rows on the left, columns on top
+        if len(geom.shape) >= 2:
+            for r in range(rows):
+                ax.text(x0 - 0.15, base_y + grid_h - 1 - r + 0.5, str(r), ha="right", va="center", fontsize=6.5,
+                        color="#777777")
+        if len(geom.shape) >= 1:
+            for c in range(cols):
+                ax.text(x0 + c + 0.5, base_y + grid_h + 0.12, str(c), ha="center", va="bottom", fontsize=6.5,
+                        color="#777777")
+        if label:
+            ax.text(x0, base_y + grid_h + 0.55, label, fontsize=8, va="bottom", family="monospace")
+        x0 += w + gap
 
 
 # ---------------------------------------------------------------------------- the explorer
