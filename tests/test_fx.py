@@ -415,7 +415,9 @@ def test_wrap_keeps_functions_as_one_node():
     gm = fx.symbolic_trace(f)
     assert [n.op for n in gm.graph.nodes].count("call_function") == 2
     assert "my_leaf = test_fx_my_leaf(x, k)" in gm.code
-    assert gm.graph.find_nodes(op="call_function")[0].meta["is_wrapped"]
+    assert gm.graph.find_nodes(op="call_function", target=my_leaf)[0].meta["is_wrapped"]
+    with pytest.raises(AssertionError, match="target must not be None for call_function op"):
+        gm.graph.find_nodes(op="call_function")
     x = cl.randn(3)
     for k in (-1.0, 2.0):
         close(gm(x, k), f(x, k))
@@ -773,3 +775,58 @@ def test_namespace_names_are_unique_and_never_builtins(candidates):
     names = [ns.create_name(c, None) for c in candidates]
     assert len(set(names)) == len(names)
     assert all(n.isidentifier() and not keyword.iskeyword(n) and not hasattr(builtins, n) for n in names)
+
+
+# ---------------------------------------------------------------------------
+# make_fx: graphs of registry ops, recorded by a dispatch mode
+# ---------------------------------------------------------------------------
+def test_make_fx_records_dispatched_ops():
+    from course_lib.fx.experimental.proxy_tensor import make_fx
+    cl.manual_seed(0)
+    lin = nn.Linear(3, 2)
+
+    def f(x, y):
+        a, b = cl.chunk(y, 2)
+        w = x.clone()
+        w.add_(1)
+        return (lin(x) * 2).relu().sum(dim=1) + a.sum(), w, b
+
+    x, y = cl.randn(4, 3), cl.randn(4)
+    gm = make_fx(f)(x, y)
+    assert [n.name for n in gm.graph.nodes] == [
+        "x_1", "y_1", "narrow", "narrow_1", "clone", "add_", "_tensor_constant0", "t", "_tensor_constant1",
+        "addmm", "mul", "relu", "sum_1", "sum_2", "add", "output"]
+    assert "add_ = aten.add_(clone, 1, 1);  clone = None" in gm.code
+    assert "sum_1 = aten.sum(relu, 1, False, None);  relu = None" in gm.code
+    assert gm._tensor_constant0 is lin.weight
+    close(gm(x, y), f(x, y))
+    close(fx.Interpreter(gm).run(x, y), f(x, y))
+    table = tabular(gm.graph)
+    assert "call_function  addmm              aten.addmm" in table
+    # the in-place op stays through DCE and blocks CSE
+    assert not dead_code_elimination(gm)
+    assert not common_subexpression_elimination(gm)
+
+
+def test_make_fx_on_meta_tensors_records_shapes_only():
+    from course_lib.fx.experimental.proxy_tensor import make_fx
+    gm = make_fx(lambda x: (x @ x.t()).exp())(cl.empty(4, 3, device="meta"))
+    assert [n.name for n in gm.graph.nodes] == ["x_1", "t", "mm", "exp", "output"]
+    assert gm.graph.find_nodes(op="call_function", target=cl.OPS["mm"])[0].meta["tensor_meta"].shape == (4, 4)
+    x = cl.randn(4, 3)
+    close(gm(x), (x @ x.t()).exp())
+
+
+def test_graphs_of_registry_ops_can_be_built_by_hand():
+    g = fx.Graph()
+    x = g.placeholder("x")
+    m = g.call_function(cl.OPS["mul"], (x, x))
+    m2 = g.call_function(cl.OPS["mul"], (x, x))
+    g.output(g.call_function(cl.OPS["add"], (m, m2, 1)))
+    gm = fx.GraphModule(nn.Module(), g)
+    assert gm.code == ("\n\n\ndef forward(self, x):\n    mul = aten.mul(x, x)\n    mul_1 = aten.mul(x, x);  x = None\n"
+                       "    add = aten.add(mul, mul_1, 1);  mul = mul_1 = None\n    return add\n    ")
+    assert "call_function[target=aten.mul]" in str(gm.graph)
+    assert common_subexpression_elimination(gm) and "add = aten.add(mul, mul, 1)" in gm.code
+    x = cl.randn(3)
+    close(gm(x), x * x * 2)

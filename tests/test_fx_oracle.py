@@ -226,3 +226,27 @@ def test_print_tabular_layout_matches_tabulate(torch):
         with redirect_stdout(buf):
             tg.print_tabular()
         assert buf.getvalue() == _tabulate_simple(rows, headers) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# make_fx
+# ---------------------------------------------------------------------------
+def test_make_fx_node_names_and_ops_match_torch(torch):
+    from torch.fx.experimental.proxy_tensor import make_fx as torch_make_fx
+
+    from course_lib.fx.experimental.proxy_tensor import make_fx
+
+    def make(lib):
+        def f(x, y):
+            return ((x @ y.t()).relu() * 2).sum() + x.exp().sum(dim=1).mean()
+        return f
+
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((3, 4)), rng.standard_normal((5, 4))
+    tgm = torch_make_fx(make(torch))(torch.tensor(x), torch.tensor(y))
+    gm = make_fx(make(cl))(cl.tensor(x), cl.tensor(y))
+    assert [(n.op, n.name) for n in gm.graph.nodes] == [(n.op, n.name) for n in tgm.graph.nodes]
+    assert [n.target.name for n in gm.graph.nodes if n.op == "call_function"] == [
+        str(n.target).split(".")[1] for n in tgm.graph.nodes if n.op == "call_function"]
+    np.testing.assert_allclose(gm(cl.tensor(x), cl.tensor(y)).numpy(),
+                               tgm(torch.tensor(x), torch.tensor(y)).numpy(), rtol=1e-12)

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from .node import Argument, Node, Target, _get_qualified_name, map_arg
+from .node import Argument, Node, Target, _get_qualified_name, _is_op, _target_name, map_arg
 
 __all__ = ["Graph", "PythonCode", "magic_methods", "reflectable_magic_methods", "inplace_methods"]
 
@@ -65,8 +65,30 @@ def _register_custom_builtin(name: str, import_str: str, obj: object) -> None:
     _illegal_names[name] = obj
 
 
+class _OpNamespace:
+    """``aten.add`` in generated code: the op ``add`` of course_lib's registry (``course_lib.OPS``).
+
+    PyTorch's generated code calls ``torch.ops.aten.add.Tensor``; course_lib has one entry per
+    op name, so ``aten.<name>`` is enough.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        from .._ops.registry import OPS
+        try:
+            return OPS[name]
+        except KeyError:
+            raise AttributeError(f"'aten' has no op '{name}'") from None
+
+    def __repr__(self) -> str:
+        return "aten"
+
+
+aten = _OpNamespace()
+
+
 def _register_course_lib_builtins() -> None:
     import course_lib
+    _register_custom_builtin("aten", "from course_lib.fx.graph import aten", aten)
     _register_custom_builtin("inf", "from math import inf", math.inf)
     _register_custom_builtin("nan", "from math import nan", math.nan)
     _register_custom_builtin("NoneType", "NoneType = type(None)", type(None))
@@ -254,14 +276,16 @@ class Graph:
         return _NodeList(self)
 
     def find_nodes(self, *, op: str, target: Target | None = None) -> list[Node]:
-        """The nodes with opcode ``op`` (and ``target``, if given), in program order."""
+        """The nodes with opcode ``op`` (and ``target``; required for ``call_function``, as in FX)."""
+        if op == "call_function" and target is None:
+            raise AssertionError("target must not be None for call_function op")
         return [n for n in self.nodes if n.op == op and (target is None or n.target == target)]
 
     # -- building -----------------------------------------------------------------------
     def _target_to_str(self, target: Target) -> str:
         """A node's name candidate: ``operator.add`` -> ``add``, ``"__getitem__"`` -> ``getitem``."""
         if callable(target):
-            op = target.__name__
+            op = _target_name(target)
         else:
             op = target
             if _is_magic(op):
@@ -449,7 +473,9 @@ class Graph:
         FX prints with the ``tabulate`` package; course_lib uses it when it is installed and
         otherwise lays the table out the same way itself.
         """
-        node_specs = [[n.op, n.name, n.target, n.args, n.kwargs] for n in self.nodes]
+        # an op of the registry shows as aten.add (its repr is its whole schema)
+        node_specs = [[n.op, n.name, _get_qualified_name(n.target) if _is_op(n.target) else n.target, n.args,
+                       n.kwargs] for n in self.nodes]
         headers = ["opcode", "name", "target", "args", "kwargs"]
         try:
             from tabulate import tabulate
@@ -495,6 +521,8 @@ def _gen_python_code(nodes: list[Node], root_module: str, namespace: _Namespace,
 
     def add_global(name_hint: str, obj: Any) -> str:
         """Make ``obj`` reachable from the code; returns the name to use."""
+        if _is_op(obj):
+            return _get_qualified_name(obj)   # aten.add: through the ``aten`` global
         if (getattr(obj, "__module__", None) or "").startswith("course_lib") and "." in name_hint \
                 and name_hint.startswith("course_lib."):
             return name_hint   # course_lib.abs: reached through the ``course_lib`` global
@@ -528,7 +556,7 @@ def _gen_python_code(nodes: list[Node], root_module: str, namespace: _Namespace,
             return "{" + ", ".join(f"{_get_repr(k)}: {_get_repr(v)}" for k, v in arg.items()) + "}"
         if isinstance(arg, slice):
             return f"slice({_get_repr(arg.start)}, {_get_repr(arg.stop)}, {_get_repr(arg.step)})"
-        if callable(arg) and hasattr(arg, "__name__") and not isinstance(arg, type):
+        if _is_op(arg) or (callable(arg) and hasattr(arg, "__name__") and not isinstance(arg, type)):
             return add_global(_get_qualified_name(arg), arg)
         return repr(arg)
 

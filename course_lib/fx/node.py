@@ -59,12 +59,31 @@ _RANDOM_NAMES = frozenset({"rand", "randn", "randint", "randperm", "randint_like
                            "manual_seed", "seed"})
 
 
+def _is_op(target: Any) -> bool:
+    """Is ``target`` an op of the registry (``course_lib.OPS["add"]``), as graphs made by a dispatch mode hold?"""
+    from .._ops.registry import OpDef
+    return isinstance(target, OpDef)
+
+
+def _target_name(target: Any) -> str:
+    """``operator.add`` -> ``"add"``; an op of the registry -> its name; a method name -> itself."""
+    if isinstance(target, str):
+        return target
+    if _is_op(target):
+        return target.name
+    return getattr(target, "__name__", "")
+
+
 def _get_qualified_name(func: Callable) -> str:
     """The name under which generated code finds ``func``: ``getattr``, ``course_lib.abs``, ``math.sqrt``.
 
     FX writes ``torch.abs``; functions of course_lib are named by their public path
-    (``course_lib.abs``, ``course_lib.nn.functional.relu``), not the file that defines them.
+    (``course_lib.abs``, ``course_lib.nn.functional.relu``), not the file that defines them.  An op
+    of the registry is ``aten.<name>`` (``aten`` is a global of every generated function, as
+    ``torch.ops.aten`` is in FX).
     """
+    if _is_op(func):
+        return f"aten.{func.name}"
     name = func.__name__
     if getattr(builtins, name, None) is func:
         return name
@@ -240,7 +259,9 @@ class Node:
         if self.op == "call_function":
             if self.target in _side_effectful_functions:
                 return True
-            name = getattr(self.target, "__name__", "")
+            if _is_op(self.target) and self.target.is_inplace:
+                return True
+            name = _target_name(self.target)
             if getattr(self.target, "__module__", "") == "_operator":
                 return name.startswith("i") and name[1:] in _INPLACE_OPERATOR_BASES
             return _is_random_or_inplace(name)

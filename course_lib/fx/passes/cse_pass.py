@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..graph_module import GraphModule
-from ..node import Node
+from ..node import Node, _is_op, _target_name
 
 __all__ = ["common_subexpression_elimination"]
 
@@ -75,7 +75,9 @@ def _is_mutation(n: Node, gm: GraphModule) -> bool:
         return True
     if n.op == "call_module":
         return getattr(gm.get_submodule(n.target), "inplace", False) is True
-    name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+    if _is_op(n.target):
+        return n.target.is_inplace
+    name = _target_name(n.target)
     if name in ("setitem", "delitem"):
         return True
     if getattr(n.target, "__module__", "") == "_operator":

@@ -1,0 +1,1 @@
+"""Tracers beyond ``symbolic_trace`` (PyTorch: ``torch/fx/experimental/``): ``proxy_tensor.make_fx``."""
