@@ -74,7 +74,15 @@ def make_mlp(lib):
     return MLP()
 
 
-PROGRAMS = [make_program, make_toy_first_graph]
+def make_operators(lib):
+    def operators(x):
+        x += 1
+        y = x.size(0) + x.dim()
+        return x * y, 1.5 ** x, x @ x, abs(x), ~(x > 0), x.double() // 2, x[..., None, :1] % 3, +x
+    return operators
+
+
+PROGRAMS = [make_program, make_toy_first_graph, make_operators]
 
 
 @pytest.mark.parametrize("make", PROGRAMS, ids=lambda m: m.__name__)
@@ -101,9 +109,9 @@ def test_results_match_torch_on_random_inputs(torch, make):
     gm = fx.symbolic_trace(make(cl))
     rng = np.random.default_rng(0)
     for _ in range(5):
-        x, y = rng.standard_normal((4, 4)), rng.standard_normal((4, 4))
-        ours = gm(cl.tensor(x), cl.tensor(y))
-        theirs = tgm(torch.tensor(x), torch.tensor(y))
+        inputs = [rng.standard_normal((4, 4)) for _ in gm.graph.find_nodes(op="placeholder")]
+        ours = gm(*map(cl.tensor, inputs))
+        theirs = tgm(*map(torch.tensor, inputs))
         for a, b in zip(ours, theirs):
             if isinstance(a, cl.Tensor):
                 np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12, atol=1e-12)

@@ -94,8 +94,6 @@ def _get_qualified_name(func: Callable) -> str:
         for public, mod in (("course_lib", course_lib), ("course_lib.nn.functional", course_lib.nn.functional)):
             if getattr(mod, name, None) is func:
                 return f"{public}.{name}"
-    if module == "_operator":
-        module = "operator"
     return f"{module}.{func.__qualname__}" if module else func.__qualname__
 
 
