@@ -230,6 +230,7 @@ def masked_fill(self, mask, value):
         value = checked_scalar(value, self.dtype)
     return wrap(np.where(mask._np(), value, self._np()), self.dtype)
 
+
 def _install(tensor_cls):
     global _T
     _T = tensor_cls

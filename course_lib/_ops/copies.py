@@ -91,6 +91,7 @@ def copy_(self, src, non_blocking=False):
     self._vc.value += 1
     return self
 
+
 def _install(tensor_cls):
     global _T
     _T = tensor_cls

@@ -35,6 +35,7 @@ def zero_(self):
     self._vc.value += 1
     return self
 
+
 def _install(tensor_cls):
     global _T
     _T = tensor_cls

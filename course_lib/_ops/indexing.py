@@ -208,6 +208,7 @@ def setitem(self, index, value):
         value = tensor(value, dtype=self.dtype)
     _dispatch("index_put_", view, advanced, value, False)
 
+
 def _install(tensor_cls):
     global _T
     _T = tensor_cls

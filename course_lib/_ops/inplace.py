@@ -93,56 +93,13 @@ def make_inplace(op: OpDef) -> OpDef:
     """
     schema = op.schema.replace(f"{op.name}(Tensor self", f"{op.inplace}(Tensor(a!) self", 1)
     schema = schema.rsplit("->", 1)[0] + "-> Tensor(a!)"
-    out_kernel = op.cpu
     out_meta = op.meta
-
     if op.name == "masked_fill":
-        def kernel(self, *args):
-            if 0 in self._stride and any(st == 0 and sz > 1 for sz, st in zip(self._shape, self._stride)):
-                warnings.warn("Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor "
-                              "before performing this operation. This also applies to advanced indexing e.g. "
-                              "tensor[mask] = scalar", UserWarning, stacklevel=3)
-                r = out_kernel(self, *args)
-                np.copyto(self._np(), r._np(), casting="unsafe")
-                self._vc.value += 1
-                return self
-            write_inplace(self, out_kernel(self, *args))
-            return self
+        kernel = _masked_fill_inplace_kernel(op.cpu)
     elif op.name == "clamp":
-        def kernel(self, *args):
-            if not any(isinstance(a, _T) for a in args):
-                # clamp_ with number bounds words its cast error with C++ type names (PyTorch's quirk)
-                from .linalg import _NAMES
-                dt = result_type(self, *args)
-                if not can_cast(dt, self.dtype):
-                    raise RuntimeError(f"result type {dt._tensor_name} can't be cast to the desired output type "
-                                       f"{_NAMES[self.dtype.name]}")
-            check_no_internal_overlap(self)
-            for a in args:
-                if isinstance(a, _T) and a._storage is self._storage:
-                    check_no_partial_overlap(self, a)
-            write_inplace(self, out_kernel(self, *args))
-            return self
+        kernel = _clamp_inplace_kernel(op.cpu)
     else:
-        def kernel(self, *args):
-            check_no_internal_overlap(self)
-            for a in args:
-                if isinstance(a, _T) and a._storage is self._storage:
-                    check_no_partial_overlap(self, a)
-            try:
-                r = out_kernel(self, *args)
-            except NotImplementedError:
-                # PyTorch checks the output (shape, castability) before it picks a kernel for the
-                # dtype: if that check fails too, its error is the one to report
-                # (int64.bitwise_and_(float) is a cast error, not "not implemented for 'Float'")
-                try:
-                    m = out_meta(self, *args)
-                except Exception:  # noqa: BLE001 - the kernel's own error stands
-                    raise
-                check_inplace(self, m._shape, m.dtype)
-                raise
-            write_inplace(self, r)
-            return self
+        kernel = _inplace_kernel(op.cpu, out_meta)
 
     def meta(self, *args):
         r = out_meta(self, *args)
@@ -154,6 +111,64 @@ def make_inplace(op: OpDef) -> OpDef:
     new = register(schema, meta=meta, variants=("method",), kind=op.kind, is_inplace=True)(kernel)
     new.functional = op
     return new
+
+
+def _check_overlaps(self, args: tuple) -> None:
+    """``self`` may not overlap itself, nor partly overlap a tensor argument it will be computed from."""
+    check_no_internal_overlap(self)
+    for a in args:
+        if isinstance(a, _T) and a._storage is self._storage:
+            check_no_partial_overlap(self, a)
+
+
+def _inplace_kernel(out_kernel, out_meta):
+    """The kernel of most ``op_``: the checks, ``op`` out of place, the write into ``self``."""
+    def kernel(self, *args):
+        _check_overlaps(self, args)
+        try:
+            r = out_kernel(self, *args)
+        except NotImplementedError:
+            # PyTorch checks the output (shape, castability) before it picks a kernel for the
+            # dtype: if that check fails too, its error is the one to report
+            # (int64.bitwise_and_(float) is a cast error, not "not implemented for 'Float'")
+            m = out_meta(self, *args)
+            check_inplace(self, m._shape, m.dtype)
+            raise
+        write_inplace(self, r)
+        return self
+    return kernel
+
+
+def _masked_fill_inplace_kernel(out_kernel):
+    """``masked_fill_``: on an expanded ``self`` PyTorch warns (deprecated) and writes anyway."""
+    def kernel(self, *args):
+        if 0 in self._stride and any(st == 0 and sz > 1 for sz, st in zip(self._shape, self._stride)):
+            warnings.warn("Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor "
+                          "before performing this operation. This also applies to advanced indexing e.g. "
+                          "tensor[mask] = scalar", UserWarning, stacklevel=3)
+            r = out_kernel(self, *args)
+            np.copyto(self._np(), r._np(), casting="unsafe")
+            self._vc.value += 1
+            return self
+        write_inplace(self, out_kernel(self, *args))
+        return self
+    return kernel
+
+
+def _clamp_inplace_kernel(out_kernel):
+    """``clamp_``: with number bounds, the cast error names the C++ type (PyTorch's quirk)."""
+    def kernel(self, *args):
+        if not any(isinstance(a, _T) for a in args):
+            from .linalg import _NAMES
+            dt = result_type(self, *args)
+            if not can_cast(dt, self.dtype):
+                raise RuntimeError(f"result type {dt._tensor_name} can't be cast to the desired output type "
+                                   f"{_NAMES[self.dtype.name]}")
+        _check_overlaps(self, args)
+        write_inplace(self, out_kernel(self, *args))
+        return self
+    return kernel
+
 
 def _install(tensor_cls):
     global _T

@@ -39,7 +39,6 @@ import threading
 
 import numpy as np
 
-from .. import _dtype as D
 from .common import empty_meta, wrap
 from .registry import register
 from .._parallel import parallel_chunks
