@@ -348,7 +348,8 @@ backward_stepper(out, params={"x": x}, figsize=(4.6, 4.4))
 # > **In PyTorch:** `torch/csrc/autograd/engine.cpp`. `compute_dependencies` does pass 1; the
 # > `ReadyQueue` holds nodes whose count reached 0 (ordered so that the most recently created runs first);
 # > `evaluate_function` runs a node and fills its inputs' `InputBuffer`s. course_lib's version,
-# > `course_lib/autograd/engine.py`, is one screen long.
+# > `course_lib/autograd/engine.py`, has the same pieces under the same names: `GraphTask`, `evaluate_function`,
+# > `call_function`, `validate_outputs`.
 #
 # ## Exercise 03.7 · `topological_sort` (3 points)
 #
