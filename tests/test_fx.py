@@ -429,10 +429,23 @@ def test_concrete_args_fix_a_flag():
         return x + 1 if flag else x - 1
 
     gm = fx.symbolic_trace(f, concrete_args={"flag": True})
-    assert [(n.op, n.name, n.args) for n in gm.graph.nodes][:2] == [("placeholder", "x", ()),
-                                                                     ("placeholder", "flag_1", (True,))]
+    assert gm.code == (
+        "\n\n\ndef forward(self, x, flag_1):\n"
+        "    eq = flag_1 == True;  flag_1 = None\n"
+        "    _assert = course_lib.fx._assert(eq, 'flag has been specialized to have value True but got another "
+        "value');  eq = _assert = None\n"
+        "    add = x + 1;  x = None\n"
+        "    return add\n    ")
     x = cl.randn(3)
-    close(gm(x), x + 1)
+    close(gm(x, True), x + 1)
+    with pytest.raises(AssertionError, match="^flag has been specialized to have value True but got another value$"):
+        gm(x, False)
+    # the assert is a side effect: dead-code elimination keeps it
+    assert not dead_code_elimination(gm)
+    gm = fx.symbolic_trace(lambda x, bias=None: x if bias is None else x + bias, concrete_args={"bias": None})
+    close(gm(x, None), x)
+    with pytest.raises(AssertionError, match="bias has been specialized to have value None"):
+        gm(x, 1.0)
 
 
 def test_keyword_only_and_default_parameters():

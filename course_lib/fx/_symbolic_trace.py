@@ -23,12 +23,13 @@ import functools
 import inspect
 import math
 import types
+import warnings
 from typing import Any, Callable
 
 from ..nn import Module, Parameter, Sequential
 from .._tensor_base import TensorBase
 from .graph import Graph
-from .node import Argument
+from .node import Argument, has_side_effect
 from .proxy import Proxy, TracerBase, _find_proxy
 
 __all__ = ["Tracer", "symbolic_trace", "wrap", "PH"]
@@ -38,6 +39,17 @@ _orig_module_getattr = Module.__getattr__
 
 # (id of the globals dict, name) -> globals dict: functions ``wrap`` registered
 _wrapped_fns_to_patch: dict[tuple[int, str], dict] = {}
+
+
+@has_side_effect
+def _assert(condition: Any, message: str = "") -> None:
+    """``assert condition, message`` as a function, so that a graph can hold it (``torch._assert``)."""
+    assert condition, message
+
+
+@has_side_effect
+def _assert_is_none(value: Any, msg: str) -> None:
+    assert value is None, msg
 
 
 class _PH:
@@ -181,12 +193,25 @@ class Tracer(TracerBase):
                 value = concrete_args[name]
                 if value is PH:
                     return self.create_proxy("placeholder", name, (), {})
-                # the value is baked into the graph; the placeholder stays, with that default
-                self.create_proxy("placeholder", f"{name}_1", (value,), {})
+                # The value is baked into the graph.  The input stays (as name_1), checked by an assert
+                # node: a guard on the specialisation, as FX writes it.
+                out = self.create_proxy("placeholder", f"{name}_1", default_of(name), {})
+                if type(value) in (bool, int, float, str):
+                    msg = f"{name} has been specialized to have value {value} but got another value"
+                    self.create_proxy("call_function", _assert, (out == value, msg), {})
+                elif value is None:
+                    msg = f"{name} has been specialized to have value None but got another value"
+                    self.create_proxy("call_function", _assert_is_none, (out, msg), {})
+                else:
+                    warnings.warn(f"Was not able to add assertion to guarantee correct input {name} to specialized "
+                                  "function. It is up to the user to make sure that your inputs match the inputs "
+                                  "you specialized the function with.")
                 return value
+            return self.create_proxy("placeholder", name, default_of(name), {})
+
+        def default_of(name: str) -> tuple:
             param = sig.parameters.get(name.lstrip("*"))
-            default = () if param is None or param.default is inspect.Parameter.empty else (param.default,)
-            return self.create_proxy("placeholder", name, default, {})
+            return () if param is None or param.default is inspect.Parameter.empty else (param.default,)
 
         if co.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
             raise NotImplementedError("course_lib.fx.symbolic_trace does not trace *args or **kwargs parameters: "

@@ -90,8 +90,10 @@ def _get_qualified_name(func: Callable) -> str:
     module = getattr(func, "__module__", None) or ""
     if module.startswith("course_lib"):
         import course_lib
+        import course_lib.fx
         import course_lib.nn.functional
-        for public, mod in (("course_lib", course_lib), ("course_lib.nn.functional", course_lib.nn.functional)):
+        for public, mod in (("course_lib", course_lib), ("course_lib.nn.functional", course_lib.nn.functional),
+                            ("course_lib.fx", course_lib.fx)):
             if getattr(mod, name, None) is func:
                 return f"{public}.{name}"
     return f"{module}.{func.__qualname__}" if module else func.__qualname__
