@@ -17,24 +17,20 @@ from ._dtype import (bool, bool_, double, dtype, float, float16, float32, float6
                      int, int8, int16, int32, int64, long, promote_types, set_default_dtype, short, uint8)
 from ._size import Size
 from ._storage import Storage, UntypedStorage
-from ._tensor import Tensor
+from ._tensor import Tensor  # TensorBase + the generated and the hand-written methods
+from ._ops import kernels as _kernels  # registers every op (the kernels make Tensors: after the class)
 from . import _ops, memory
 from ._parallel import get_num_threads, set_num_threads
 from ._ops.common import broadcast_shapes, result_type
 from ._ops.dispatcher import dispatch
 from ._ops.registry import OPS
-
-# Generate course_lib.add, Tensor.add, ... from the op registry.
-_ops.install(Tensor, globals())
-
-from ._creation import *  # noqa: E402,F401,F403
-from ._creation import __all__ as _creation_all  # noqa: E402
-from ._random import *  # noqa: E402,F401,F403
-from ._random import __all__ as _random_all  # noqa: E402
-from ._random import _install_tensor_methods as _install_random_methods  # noqa: E402
-from ._tensor_str import set_printoptions  # noqa: E402
-
-_install_random_methods()
+from ._ops.python_torch_functions import *  # noqa: F401,F403  (course_lib.add, course_lib.sum, ...)
+from ._ops.python_methods import *  # noqa: F401,F403  (course_lib.var, course_lib.clip, ...)
+from ._creation import *  # noqa: F401,F403
+from ._creation import __all__ as _creation_all
+from ._random import *  # noqa: F401,F403
+from ._random import __all__ as _random_all
+from ._tensor_str import set_printoptions
 
 from . import autograd  # noqa: E402
 from .autograd import nn_derivatives as _nn_derivatives  # noqa: E402,F401

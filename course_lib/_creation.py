@@ -39,6 +39,7 @@ from ._device import device as _device_cls
 from ._ops import common as _common
 from ._size import Size
 from ._storage import Storage
+from ._tensor import Tensor
 
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "scalar_tensor",
@@ -48,10 +49,6 @@ __all__ = [
 
 _MAX_DIMS = 64
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
-
-
-def _Tensor():
-    return _common.Tensor
 
 
 # ---------------------------------------------------------------------------
@@ -80,7 +77,7 @@ def _parse_device(device) -> str | None:
 def _parse_size(size: tuple, fname: str) -> tuple:
     """Sizes given as varargs (``zeros(2, 3)``) or one sequence (``zeros((2, 3))``)."""
     if len(size) == 1 and not isinstance(size[0], (builtins.int, np.integer)) \
-            and not (isinstance(size[0], _Tensor()) and size[0].dim() == 0):
+            and not (isinstance(size[0], Tensor) and size[0].dim() == 0):
         seq = size[0]
         if not isinstance(seq, (tuple, list, Size)):
             raise TypeError(f"{fname}(): argument 'size' (position 1) must be tuple of ints, "
@@ -151,7 +148,7 @@ def _is_sequence(obj) -> bool:
     """
     if isinstance(obj, (list, tuple)):
         return True
-    if isinstance(obj, (dict, np.generic, _Tensor())):
+    if isinstance(obj, (dict, np.generic, Tensor)):
         return False
     return hasattr(type(obj), "__getitem__") and hasattr(type(obj), "__len__")
 
@@ -188,7 +185,7 @@ def _infer_scalar_type(obj) -> D.dtype:
         return D.bool_
     if isinstance(obj, builtins.int):
         return D.int64
-    if isinstance(obj, _Tensor()):
+    if isinstance(obj, Tensor):
         return obj.dtype
     if isinstance(obj, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{_tp_name(obj)}'")
@@ -254,7 +251,7 @@ def _store_scalar(obj, dtype: D.dtype):
 
     Returns a Python number ready to be written into a buffer of ``dtype``.
     """
-    T = _Tensor()
+    T = Tensor
     cat = dtype.category
     if isinstance(obj, T):
         # A tensor used as a number: what float() / operator.index() on it do in PyTorch.
@@ -312,7 +309,7 @@ def _recursive_store(buf: np.ndarray, offset: int, sizes: list, strides: list, d
         buf[offset] = _store_scalar(obj, dtype)
         return
     n = sizes[dim]
-    if isinstance(obj, _Tensor()):
+    if isinstance(obj, Tensor):
         # Iterating a tensor yields its sub-tensors (a 0-d tensor is not iterable).
         items = None if obj.dim() == 0 else [_common.wrap(np.array(r)) for r in obj._np()]
     else:
@@ -450,7 +447,7 @@ def tensor(data, *, dtype: D.dtype | None = None, device=None, requires_grad: bo
     """
     dtype = _parse_dtype(dtype)
     dev = _parse_device(device)
-    T = _Tensor()
+    T = Tensor
     if isinstance(data, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{_tp_name(data)}'")
     if isinstance(data, T):
@@ -501,7 +498,7 @@ def as_tensor(data, dtype: D.dtype | None = None, device=None):
     returned as is, a numpy array becomes a tensor over the same memory."""
     dtype = _parse_dtype(dtype, "as_tensor")
     dev = _parse_device(device)
-    T = _Tensor()
+    T = Tensor
     if isinstance(data, T):
         if (dtype is None or dtype is data.dtype) and (dev is None or dev == data.device.type):
             return data
@@ -554,13 +551,13 @@ def from_numpy(ndarray: np.ndarray):
         extent = 1 + builtins.sum((n - 1) * s for n, s in zip(shape, strides))
     flat = _np_as_strided(ndarray, shape=(extent,), strides=(isz,), writeable=ndarray.flags.writeable)
     storage = Storage(flat, dtype, owner=ndarray)
-    t = _Tensor()._make(storage, 0, shape, strides, dtype)
+    t = Tensor._make(storage, 0, shape, strides, dtype)
     return t
 
 
 def scalar_tensor(s, *, dtype: D.dtype | None = None, device=None, requires_grad: bool = False):
     """A 0-d tensor holding ``s`` (default float dtype unless ``dtype`` is given)."""
-    T = _Tensor()
+    T = Tensor
     if isinstance(s, T):
         s = s.item()
     if not isinstance(s, (builtins.int, builtins.float, np.number, np.bool_)):
@@ -600,7 +597,7 @@ _C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half"
 
 def _checked_fill(value, dtype: D.dtype):
     """A fill value converted to ``dtype`` with PyTorch's overflow check (``Scalar.to<T>()``)."""
-    T = _Tensor()
+    T = Tensor
     if isinstance(value, T):
         value = value.item()
     cat = dtype.category
@@ -638,7 +635,7 @@ def full(size, fill_value, *, dtype: D.dtype | None = None, device=None, require
     _check_sizes(shape)
     dtype = _parse_dtype(dtype, "full")
     if dtype is None:
-        v = fill_value.item() if isinstance(fill_value, _Tensor()) else fill_value
+        v = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
         dtype = D.scalar_dtype(v)
     return _new(shape, dtype, _parse_device(device), _checked_fill(fill_value, dtype), requires_grad)
 
@@ -658,12 +655,12 @@ def empty_strided(size, stride, *, dtype: D.dtype | None = None, device=None,
     dtype = _parse_dtype(dtype, "empty_strided") or D.get_default_dtype()
     n = 0 if 0 in shape else 1 + builtins.sum((s - 1) * st for s, st in zip(shape, stride))
     storage = Storage.empty(n, dtype, _parse_device(device) or "cpu")
-    t = _Tensor()._make(storage, 0, shape, stride, dtype)
+    t = Tensor._make(storage, 0, shape, stride, dtype)
     return _check_requires_grad(t, requires_grad)
 
 
 def _scalar_value(x):
-    T = _Tensor()
+    T = Tensor
     if isinstance(x, T):
         return x.item()
     if isinstance(x, np.generic):
@@ -886,7 +883,7 @@ def _like_strides(t) -> tuple:
 
 
 def _like(t, dtype, device, requires_grad, fill, fname):
-    T = _Tensor()
+    T = Tensor
     if not isinstance(t, T):
         raise TypeError(f"{fname}(): argument 'input' (position 1) must be Tensor, not {_tp_name(t)}")
     dtype = _parse_dtype(dtype, fname) or t.dtype

@@ -30,6 +30,7 @@ from ._device import device as _device_cls
 from ._ops import common as _common
 from ._ops import dispatcher as _dispatcher
 from ._storage import Storage
+from ._tensor import Tensor
 
 __all__ = [
     "Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state",
@@ -39,10 +40,6 @@ __all__ = [
 
 _DEFAULT_SEED = 67280421310721     # what a fresh torch.Generator() starts from
 _STATE_SIZE = 48                   # bytes in get_state(): PCG64 state, increment, buffered word, seed
-
-
-def _Tensor():
-    return _common.Tensor
 
 
 class Generator:
@@ -69,7 +66,7 @@ class Generator:
 
     def manual_seed(self, seed) -> "Generator":
         """Reset the state from ``seed`` (an int; negative seeds wrap to 64 bits). Returns self."""
-        if isinstance(seed, _Tensor()):
+        if isinstance(seed, Tensor):
             seed = seed.item()
         if not isinstance(seed, (builtins.int, np.integer)) or isinstance(seed, builtins.bool):
             raise RuntimeError(f"manual_seed expected a long, but got {_tp_name(seed)}")
@@ -99,7 +96,7 @@ class Generator:
 
     def set_state(self, new_state) -> "Generator":
         """Restore a state from ``get_state()`` (a uint8 tensor, or its bytes)."""
-        T = _Tensor()
+        T = Tensor
         if isinstance(new_state, T):
             if new_state.dtype is not D.uint8:
                 raise TypeError("RNG state must be a torch.ByteTensor")
@@ -273,7 +270,7 @@ def _randint_array(rng, low: int, high: int, shape, dtype: D.dtype) -> np.ndarra
 
 
 def _as_int_arg(v, name: str, pos: int, fname: str) -> int:
-    if isinstance(v, _Tensor()):
+    if isinstance(v, Tensor):
         v = v.item()
     if isinstance(v, (builtins.float, np.floating)) or not isinstance(v, (builtins.int, np.integer)):
         raise TypeError(f"{fname}(): argument '{name}' (position {pos}) must be int, not {_tp_name(v)}")
@@ -339,11 +336,11 @@ def _empty_like_layout(t, dtype, dev):
     """An uninitialised tensor laid out like ``t`` (what PyTorch's ``*_like`` do)."""
     shape, stride = t._shape, _like_strides(t)
     n = 0 if 0 in shape else 1 + builtins.sum((s - 1) * st for s, st in zip(shape, stride))
-    return _Tensor()._make(Storage.empty(n, dtype, dev), 0, shape, stride, dtype)
+    return Tensor._make(Storage.empty(n, dtype, dev), 0, shape, stride, dtype)
 
 
 def _like(input, dtype, device, fname):
-    if not isinstance(input, _Tensor()):
+    if not isinstance(input, Tensor):
         raise TypeError(f"{fname}(): argument 'input' (position 1) must be Tensor, not {_tp_name(input)}")
     dtype = _parse_dtype(dtype, fname) or input.dtype
     dev = _parse_device(device) or input.device.type
@@ -396,7 +393,7 @@ def normal(mean, std=1.0, size=None, *, generator: Generator | None = None, dtyp
            requires_grad: bool = False, out=None):
     """Normal random numbers: ``normal(mean, std, size)`` for numbers, or element-wise
     means and/or standard deviations given as tensors (broadcast together)."""
-    T = _Tensor()
+    T = Tensor
     mt, stt = isinstance(mean, T), isinstance(std, T)
     rng = _rng(generator)
     if not mt and not stt:
@@ -447,7 +444,7 @@ def multinomial(input, num_samples: int, replacement: bool = False, *,
     >>> cl.multinomial(cl.tensor([0., 1., 0.]), 2, replacement=True).tolist()
     [1, 1]
     """
-    T = _Tensor()
+    T = Tensor
     if not isinstance(input, T):
         raise TypeError(f"multinomial(): argument 'input' (position 1) must be Tensor, not {_tp_name(input)}")
     num_samples = _as_int_arg(num_samples, "num_samples", 2, "multinomial")
@@ -503,7 +500,7 @@ def _check_p(p) -> None:
 def bernoulli(input, p=None, *, generator: Generator | None = None, out=None):
     """0/1 draws: each element is 1 with probability ``input[i]`` (or ``p`` for all).
     The result has ``input``'s dtype."""
-    T = _Tensor()
+    T = Tensor
     if p is None:
         if not input.dtype.is_floating_point:
             raise _not_implemented("bernoulli_tensor_cpu_p_", input.dtype)
@@ -529,7 +526,7 @@ def poisson(input, generator: Generator | None = None):
 
 
 # ---------------------------------------------------------------------------
-# in-place Tensor methods (installed by _install_tensor_methods)
+# in-place fills: Tensor.uniform_, Tensor.normal_, ... (course_lib/_tensor.py)
 # ---------------------------------------------------------------------------
 def _check_inplace(t) -> bool:
     """PyTorch's in-place checks; False for meta tensors (nothing to write)."""
@@ -601,7 +598,7 @@ def _random_(self, from_=None, to=None, *, generator: Generator | None = None):
 
 def _bernoulli_(self, p=0.5, *, generator: Generator | None = None):
     """Fill with 0/1 draws that are 1 with probability ``p`` (a number or a tensor)."""
-    T = _Tensor()
+    T = Tensor
     if isinstance(p, T):
         probs = p._np() if not p.is_meta else None
         if probs is not None and probs.size and not ((probs >= 0) & (probs <= 1)).all():
@@ -656,31 +653,3 @@ def _cauchy_(self, median: float = 0.0, sigma: float = 1.0, *, generator: Genera
     if not _check_inplace(self):
         return self
     return _write(self, median + sigma * _rng(generator).standard_cauchy(size=self._shape))
-
-
-_TENSOR_METHODS = {
-    "uniform_": _uniform_, "normal_": _normal_, "random_": _random_, "bernoulli_": _bernoulli_,
-    "exponential_": _exponential_, "geometric_": _geometric_, "log_normal_": _log_normal_,
-    "cauchy_": _cauchy_,
-}
-
-
-def _bernoulli_method(self, p=None, *, generator: Generator | None = None):
-    return bernoulli(self, p, generator=generator)
-
-
-def _multinomial_method(self, num_samples, replacement=False, *, generator: Generator | None = None):
-    return multinomial(self, num_samples, replacement, generator=generator)
-
-
-def _install_tensor_methods() -> None:
-    """Put the random methods on Tensor: the in-place fills (``uniform_``, ``normal_``,
-    ``random_``, ``bernoulli_``, ``exponential_``, ``geometric_``, ``log_normal_``,
-    ``cauchy_``) and ``Tensor.bernoulli`` / ``Tensor.multinomial``."""
-    T = _Tensor()
-    for name, fn in _TENSOR_METHODS.items():
-        fn.__name__ = name
-        fn.__qualname__ = f"Tensor.{name}"
-        setattr(T, name, fn)
-    T.bernoulli = _bernoulli_method
-    T.multinomial = _multinomial_method

@@ -1,40 +1,36 @@
-"""The Tensor: a view (offset, shape, stride) of a Storage, plus autograd fields.
+"""The Tensor class: ``TensorBase`` plus its methods (``torch/_tensor.py``).
 
-In PyTorch: ``c10/core/TensorImpl.h`` (sizes, strides, storage_offset, dtype,
-device, version counter) and ``torch/_tensor.py`` (the Python methods).
+In PyTorch, ``torch._C.TensorBase`` (C++) holds the data and the methods generated from
+``native_functions.yaml`` (``python_variable_methods.cpp``) and ``torch/_tensor.py``
+subclasses it with Python methods.  Here ``Tensor`` is put together from
 
-Most methods are not written here: ``course_lib._ops.bindings`` generates them
-from the op registry (``Tensor.add``, ``Tensor.sum``, ``Tensor.view``, ...), the
-way PyTorch generates ``python_variable_methods.cpp`` from
-``native_functions.yaml``.  What is here is the metadata, the numpy view of the
-data, Python protocol methods and the autograd entry points.
+* ``TensorBase`` (``_tensor_base.py``): storage, offset, shape, stride, dtype, metadata;
+* ``VariableMethods`` (``_ops/python_variable_methods.py``): one method per op, generated
+  from the registry by ``python -m course_lib._ops.bindings`` (``Tensor.add``, ``Tensor.sum``...);
+* ``PythonMethods`` (``_ops/python_methods.py``): the hand-written bindings (operators,
+  ``to`` and the casts, ``var``/``std``, properties such as ``T``);
+* the methods below: autograd entry points, conversions and Python protocols.
+
+Every method of ``Tensor`` is a ``def`` in one of these four class bodies.
 """
 from __future__ import annotations
 
 import warnings
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from . import _dtype as D
-from ._device import device as _device
-from ._ops import common as _common
-from ._ops import dispatcher as _dispatcher
-from ._size import Size
+from ._ops.dispatcher import dispatch as _dispatch
+from ._ops.python_methods import PythonMethods
+from ._ops.python_variable_methods import VariableMethods
+from ._ops.registry import OPS as _OPS
+from ._storage import Storage
+from ._tensor_base import TensorBase
 
 __all__ = ["Tensor"]
 
 
-class _VersionCounter:
-    """Shared by a tensor and all its views; in-place ops bump it."""
-
-    __slots__ = ("value",)
-
-    def __init__(self):
-        self.value = 0
-
-
-class Tensor:
+class Tensor(TensorBase, VariableMethods, PythonMethods):
     """A multi-dimensional array: a strided view of a ``Storage``.
 
     >>> import course_lib as cl
@@ -43,54 +39,7 @@ class Tensor:
     (course_lib.Size([2, 3]), (3, 1), 0)
     """
 
-    __slots__ = (
-        "_storage", "_offset", "_shape", "_stride", "dtype", "_npc", "_requires_grad",
-        "__weakref__", "__dict__",
-    )
-    # Fields that most tensors never change live in the instance __dict__ and start as
-    # these class-level defaults, so that making a tensor (on every op) sets only the
-    # slots above.  (PyTorch's TensorImpl does the same with its lazily allocated
-    # AutogradMeta.)
-    _base = None          # the tensor this one is a view of (the root, for views of views)
-    _vcs = None           # the version counter, made on first use (see ``_vc``)
-    _grad = None
-    grad_fn = None
-    _output_nr = 0
-    _retains_grad = False
-    _hooks = None
-    _post_acc_hooks = None
-    _grad_acc = None
-    _is_param = False
-
-    # -- construction ---------------------------------------------------------
-    @classmethod
-    def _make(cls, storage, offset: int, shape: tuple, stride: tuple, dtype: D.dtype,
-              base: "Tensor | None" = None, vc: _VersionCounter | None = None) -> "Tensor":
-        t = object.__new__(cls)
-        t._storage = storage
-        t._offset = offset
-        t._shape = shape
-        t._stride = stride
-        t.dtype = dtype
-        t._npc = None
-        t._requires_grad = False
-        if base is not None:
-            t._base = base
-        if vc is not None:
-            t._vcs = vc
-        return t
-
-    @property
-    def _vc(self) -> _VersionCounter:
-        """The version counter shared with every view (made on first use: most tensors never need one)."""
-        v = self._vcs
-        if v is None:
-            v = self._vcs = _VersionCounter()
-        return v
-
-    @_vc.setter
-    def _vc(self, value: _VersionCounter) -> None:
-        self._vcs = value
+    __slots__ = ()
 
     def __new__(cls, *args, **kwargs):
         # Tensor(data) behaves like course_lib.tensor(data) for convenience; subclasses
@@ -104,142 +53,6 @@ class Tensor:
         """A new tensor sharing this one's storage and version counter (``_base`` = root)."""
         base = self._base if self._base is not None else self
         return Tensor._make(self._storage, offset, shape, stride, self.dtype, base, self._vc)
-
-    def _np(self) -> np.ndarray:
-        """The numpy view of exactly this tensor's elements (cached; shares memory)."""
-        a = self._npc
-        if a is None:
-            data = self._storage.data
-            if data is None:
-                raise NotImplementedError(
-                    "Cannot access data of a tensor on the meta device: it has a shape and a dtype, but no values")
-            shape = self._shape
-            if self._stride == _common.contiguous_strides(shape):
-                n = 1
-                for s in shape:
-                    n *= s
-                a = data[self._offset:self._offset + n].reshape(shape)
-            else:
-                isz = self.dtype.itemsize
-                strides = tuple(s * isz for s in self._stride)
-                try:
-                    # the ndarray constructor over the storage's buffer: ten times cheaper than
-                    # as_strided, and it checks that the view stays inside the storage
-                    a = _ndarray(shape, data.dtype, data, self._offset * isz, strides)
-                except (ValueError, TypeError):
-                    a = as_strided(data[self._offset:], shape, strides, writeable=True)
-            self._npc = a
-        return a
-
-    # -- metadata ---------------------------------------------------------------
-    @property
-    def shape(self) -> Size:
-        return Size(self._shape)
-
-    def size(self, dim: int | None = None):
-        """The shape (a ``Size``), or the size of one dimension."""
-        if dim is None:
-            return Size(self._shape)
-        return self._shape[_common.wrap_dim(dim, len(self._shape))]
-
-    def stride(self, dim: int | None = None):
-        """Steps in elements between neighbours along each dimension."""
-        if dim is None:
-            return self._stride
-        return self._stride[_common.wrap_dim(dim, len(self._shape))]
-
-    def storage_offset(self) -> int:
-        """Index in the storage of this tensor's first element."""
-        return self._offset
-
-    @property
-    def ndim(self) -> int:
-        return len(self._shape)
-
-    def dim(self) -> int:
-        return len(self._shape)
-
-    def ndimension(self) -> int:
-        return len(self._shape)
-
-    def numel(self) -> int:
-        n = 1
-        for s in self._shape:
-            n *= s
-        return n
-
-    nelement = numel
-
-    def element_size(self) -> int:
-        return self.dtype.itemsize
-
-    @property
-    def itemsize(self) -> int:
-        return self.dtype.itemsize
-
-    @property
-    def nbytes(self) -> int:
-        return self.numel() * self.dtype.itemsize
-
-    @property
-    def device(self) -> _device:
-        return _device(self._storage.device)
-
-    @property
-    def is_meta(self) -> bool:
-        return self._storage.data is None
-
-    @property
-    def is_cpu(self) -> bool:
-        return self._storage.data is not None
-
-    def is_floating_point(self) -> bool:
-        return self.dtype.is_floating_point
-
-    def is_complex(self) -> bool:
-        return False
-
-    def is_contiguous(self, memory_format=None) -> bool:
-        """PyTorch's rule (``c10/core/Contiguity.h``): empty tensors are contiguous; dims of
-        size 1 are skipped; every other stride must equal the product of the sizes after it."""
-        expected = 1
-        shape, stride = self._shape, self._stride
-        for s in shape:
-            if s == 0:
-                return True
-        for i in range(len(shape) - 1, -1, -1):
-            s = shape[i]
-            if s == 1:
-                continue
-            if stride[i] != expected:
-                return False
-            expected *= s
-        return True
-
-    def untyped_storage(self):
-        """The bytes behind this tensor (shared with every view of it)."""
-        return self._storage.untyped()
-
-    def storage(self):
-        warnings.warn("TypedStorage is deprecated. It will be removed in the future and "
-                      "UntypedStorage will be the only storage class. This should only matter to you "
-                      "if you are using storages directly.  To access UntypedStorage directly, use "
-                      "tensor.untyped_storage() instead of tensor.storage()", UserWarning, stacklevel=2)
-        return self._storage
-
-    def data_ptr(self) -> int:
-        """Address of the first element (storage address + offset * itemsize)."""
-        return self._storage.data_ptr() + self._offset * self.dtype.itemsize
-
-    def _is_view(self) -> bool:
-        return self._base is not None
-
-    @property
-    def _version(self) -> int:
-        return self._vc.value
-
-    def _bump_version(self) -> None:
-        self._vc.value += 1
 
     # -- autograd fields ----------------------------------------------------------
     @property
@@ -462,21 +275,90 @@ class Tensor:
         return full(size, fill_value, dtype=dtype or self.dtype)
 
 
-def _make_plain(storage, offset: int, shape: tuple, stride: tuple, dtype: D.dtype) -> Tensor:
-    """``Tensor._make`` for a fresh, non-view tensor: the fast path every kernel result takes."""
-    t = _new_object(Tensor)
-    t._storage = storage
-    t._offset = offset
-    t._shape = shape
-    t._stride = stride
-    t.dtype = dtype
-    t._npc = None
-    t._requires_grad = False
-    return t
+    def detach_(self) -> "Tensor":
+        """Detach in place: ``self`` becomes a leaf without history."""
+        if self._base is not None and self.grad_fn is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using "
+                               "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as "
+                               "True, gradients are views of DDP buckets, and hence detach_() cannot be called on "
+                               "these gradients. To fix this error, please refer to the Optimizer.zero_grad() "
+                               "function in torch/optim/optimizer.py as the solution.")
+        self.grad_fn = None
+        self._requires_grad = False
+        self._output_nr = 0
+        return self
+
+    # -- Python operators with a number on the left (torch/_tensor.py) -------------------
+    def __rfloordiv__(self, other):
+        if not isinstance(other, (int, float, bool)):
+            return NotImplemented
+        return _dispatch(_OPS["floor_divide"], (_scalar_tensor(other), self))
+
+    def __rmod__(self, other):
+        if not isinstance(other, (int, float, bool)):
+            return NotImplemented
+        return _dispatch(_OPS["remainder"], (_scalar_tensor(other), self))
+
+    def __rpow__(self, other):
+        return _dispatch(_OPS["pow"], (_scalar_tensor(other), self))
+
+    # -- indexing (python_variable_indexing.cpp): see _ops/indexing.py --------------------
+    def __getitem__(self, index):
+        return _getitem(self, index)
+
+    def __setitem__(self, index, value) -> None:
+        _setitem(self, index, value)
+
+    # -- random fills (the kernels are in _random.py) ------------------------------------
+    def uniform_(self, from_: float = 0.0, to: float = 1.0, *, generator=None) -> "Tensor":
+        """Fill with uniform random numbers in [from, to)."""
+        return _random._uniform_(self, from_, to, generator=generator)
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator=None) -> "Tensor":
+        """Fill with normal random numbers."""
+        return _random._normal_(self, mean, std, generator=generator)
+
+    def random_(self, from_=None, to=None, *, generator=None) -> "Tensor":
+        """Fill with random integers: ``random_(to)`` draws from [0, to), ``random_(from, to)``
+        from [from, to), ``random_()`` from [0, the largest integer the dtype holds exactly]."""
+        return _random._random_(self, from_, to, generator=generator)
+
+    def bernoulli_(self, p=0.5, *, generator=None) -> "Tensor":
+        """Fill with 0/1 draws that are 1 with probability ``p`` (a number or a tensor)."""
+        return _random._bernoulli_(self, p, generator=generator)
+
+    def exponential_(self, lambd: float = 1.0, *, generator=None) -> "Tensor":
+        """Fill with exponential random numbers of rate ``lambd``."""
+        return _random._exponential_(self, lambd, generator=generator)
+
+    def geometric_(self, p: float, *, generator=None) -> "Tensor":
+        """Fill with the number of Bernoulli(p) trials up to the first success (1, 2, ...)."""
+        return _random._geometric_(self, p, generator=generator)
+
+    def log_normal_(self, mean: float = 1.0, std: float = 2.0, *, generator=None) -> "Tensor":
+        """Fill with ``exp`` of normal(mean, std) numbers."""
+        return _random._log_normal_(self, mean, std, generator=generator)
+
+    def cauchy_(self, median: float = 0.0, sigma: float = 1.0, *, generator=None) -> "Tensor":
+        """Fill with Cauchy random numbers."""
+        return _random._cauchy_(self, median, sigma, generator=generator)
+
+    def bernoulli(self, p=None, *, generator=None) -> "Tensor":
+        """0/1 draws, each 1 with the probability given by ``self`` (or ``p``)."""
+        return _random.bernoulli(self, p, generator=generator)
+
+    def multinomial(self, num_samples, replacement=False, *, generator=None) -> "Tensor":
+        """Indices drawn from the categorical distributions in the rows of ``self``."""
+        return _random.multinomial(self, num_samples, replacement, generator=generator)
 
 
-_new_object = object.__new__
-_ndarray = np.ndarray
-_dispatcher._Tensor = Tensor
-_common.Tensor = Tensor
-_common._make_plain = _make_plain
+def _scalar_tensor(value) -> Tensor:
+    """A Python number as a 0-d tensor of the dtype it promotes as (bool, int64 or the default float)."""
+    dt = D.scalar_dtype(value)
+    return Tensor._make(Storage(np.asarray(value, dtype=dt.np).reshape(1), dt), 0, (), (), dt)
+
+
+# The kernels make Tensors (``_ops/common.py`` imports the class above), so the modules that need
+# them are imported once the class exists.
+from . import _random  # noqa: E402
+from ._ops.indexing import getitem as _getitem, setitem as _setitem  # noqa: E402

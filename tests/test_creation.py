@@ -420,7 +420,7 @@ def test_like_functions_keep_layout_like_torch(layout, fn):
     shape, strides = layout
     size = 1 + sum((s - 1) * st for s, st in zip(shape, strides)) if 0 not in shape else 0
     x_t = torch.zeros(max(size, 1)).as_strided(shape, strides)
-    x_c = C._Tensor()._make(cl.zeros(max(size, 1))._storage, 0, shape, strides, cl.float32)
+    x_c = cl.Tensor._make(cl.zeros(max(size, 1))._storage, 0, shape, strides, cl.float32)
     args = (2.5,) if fn == "full_like" else ()
     r_t, r_c = getattr(torch, fn)(x_t, *args), getattr(cl, fn)(x_c, *args)
     assert tuple(r_c.shape) == tuple(r_t.shape)
@@ -510,7 +510,7 @@ def test_deepcopy_keeps_subclass_and_storage_sharing():
 
     base = cl.arange(6.)
     p = MyParam._make(base._storage, 0, (6,), (1,), cl.float32)
-    v = C._Tensor()._make(base._storage, 2, (2,), (1,), cl.float32)
+    v = cl.Tensor._make(base._storage, 2, (2,), (1,), cl.float32)
     p2, v2 = copy.deepcopy([p, v])
     assert type(p2) is MyParam
     assert p2._storage is v2._storage and p2._storage is not base._storage

@@ -434,23 +434,27 @@ print(len(cl.OPS), "ops registered")
 # > generated binding parses the Python arguments against the schema (`torch/csrc/utils/python_arg_parser.cpp`)
 # > and calls `at::add`, which enters the dispatcher (`aten/src/ATen/core/dispatch/Dispatcher.h`).
 #
-# course_lib's generator is `course_lib/_ops/bindings.py`, and it keeps the source it wrote. Here is the
-# function it generated for `add`, and the one for `sum`:
+# course_lib's generator is `course_lib/_ops/bindings.py`. Like torchgen, it writes its output into files
+# that are checked in: `python -m course_lib._ops.bindings` writes one function per op into
+# `course_lib/_ops/python_torch_functions.py` (`cl.add`) and one method per op into
+# `course_lib/_ops/python_variable_methods.py` (`Tensor.add`), and a test fails when they are stale. Here is
+# the function it writes for `add`, and the one for `sum` (`python_source` writes the op as `_op`; the file
+# spells it `_OPS["add"]`):
 
 # %% id="bindings-demo"
+import inspect
+
 from course_lib._ops.bindings import python_source
 
 print(python_source(cl.OPS["add"]))
 print(python_source(cl.OPS["sum"]))
-print("cl.add is that function:", cl.add._source == python_source(cl.OPS["add"]))
+print("cl.add is that function:", inspect.getsource(cl.add) == python_source(cl.OPS["add"], op_ref='_OPS["add"]'))
 
 # %% [markdown] id="dispatcher-md"
 # The binding hands `(self, other, alpha)` to `_dispatch`, the dispatcher's entry point. It is short
 # enough to read in full:
 
 # %% id="dispatcher-source"
-import inspect
-
 print(inspect.getsource(dispatcher.dispatch))
 
 

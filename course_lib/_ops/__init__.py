@@ -1,27 +1,14 @@
-"""Ops: the registry, the dispatcher and the kernels (CPU and meta).
+"""Ops: the registry, the dispatcher, the bindings and the kernels (CPU and meta).
 
-Importing this package registers every op.  ``install`` then generates the
-bindings (``course_lib.add``, ``Tensor.add``, ...) from the registry.
+* ``registry.py``: every op declared once by its schema (PyTorch's ``native_functions.yaml``);
+* ``dispatcher.py``: the one path every call takes (modes -> Autograd -> backend);
+* ``python_variable_methods.py`` and ``python_torch_functions.py``: the bindings, generated from
+  the registry by ``python -m course_lib._ops.bindings`` and checked in; ``python_methods.py``:
+  the hand-written ones;
+* ``kernels.py``: imports every kernel module (``pointwise.py``, ``views.py``, ...), which
+  registers the ops.
+
+Importing the package itself imports nothing: ``Tensor`` (``course_lib/_tensor.py``) is built
+from the bindings, which need only the registry and the dispatcher, and the kernels make
+``Tensor`` objects, so ``course_lib/__init__.py`` imports ``Tensor`` first and the kernels after.
 """
-from . import registry, dispatcher, common  # noqa: F401
-from . import pointwise, reductions, views, linalg  # noqa: F401
-from . import copies, inplace, fill, joins, advanced_indexing, transformations, softmax, indexing  # noqa: F401
-from . import nn_ops, normalization  # noqa: F401
-from .registry import OPS
-
-
-def _register_inplace_variants() -> None:
-    for op in list(OPS.values()):
-        if op.inplace and op.inplace not in OPS:
-            inplace.make_inplace(op)
-
-
-def install(tensor_cls, namespace: dict) -> None:
-    """Finish the registry (in-place variants) and generate the Python bindings."""
-    from . import bindings, python_methods
-    for mod in (pointwise, reductions, views, linalg, copies, inplace, fill, advanced_indexing, indexing, nn_ops,
-                normalization):
-        mod._install(tensor_cls)
-    _register_inplace_variants()
-    bindings.generate(namespace, tensor_cls)
-    python_methods.install(tensor_cls, namespace)

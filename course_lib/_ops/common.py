@@ -13,29 +13,8 @@ import numpy as np
 from .. import _dtype as D
 from .. import _storage as _storage_mod
 from .._storage import Storage
-
-Tensor = None  # set by course_lib._tensor
-
-_STRIDES: dict = {}
-
-
-def contiguous_strides(shape: tuple) -> tuple:
-    """Row-major strides, in elements: stride[i] = prod(max(size[j], 1) for j > i).
-
-    >>> contiguous_strides((2, 3, 4))
-    (12, 4, 1)
-    """
-    r = _STRIDES.get(shape)
-    if r is None:
-        strides = []
-        acc = 1
-        for s in reversed(shape):
-            strides.append(acc)
-            acc *= max(s, 1)
-        r = tuple(reversed(strides))
-        if len(_STRIDES) < 4096:
-            _STRIDES[shape] = r
-    return r
+from .._tensor import Tensor
+from .._tensor_base import _STRIDES, TensorBase, contiguous_strides, wrap_dim  # noqa: F401 (kernels import these here)
 
 
 def wrap(arr, dtype: D.dtype | None = None):
@@ -60,7 +39,7 @@ def wrap(arr, dtype: D.dtype | None = None):
     if not arr.flags.c_contiguous:
         arr = arr.copy(order="C")
     shape = arr.shape
-    # Storage(flat, dtype) and _make_plain(...) written out: this runs for every op result, and the
+    # Storage(flat, dtype) and Tensor._make(...) written out: this runs for every op result, and the
     # two calls cost as much as the rest of the function (the accounting is Storage.__init__'s).
     flat = arr if len(shape) == 1 else arr.ravel()
     st = _new_object(Storage)
@@ -93,7 +72,6 @@ def wrap(arr, dtype: D.dtype | None = None):
 _ndarray = np.ndarray
 _new_object = object.__new__
 _mem_state = _storage_mod._mem_state
-_make_plain = None  # set by course_lib._tensor
 
 
 def empty_meta(shape, dtype: D.dtype):
@@ -102,7 +80,7 @@ def empty_meta(shape, dtype: D.dtype):
     n = 1
     for s in shape:
         n *= s
-    return _make_plain(Storage(None, dtype, "meta", size=n), 0, shape, contiguous_strides(shape), dtype)
+    return Tensor._make(Storage(None, dtype, "meta", size=n), 0, shape, contiguous_strides(shape), dtype)
 
 
 # ---------------------------------------------------------------------------
@@ -169,7 +147,7 @@ def result_type(*args) -> D.dtype:
     higher category (bool < integer < float).
     """
     dim = zero = wrapped = None
-    T = Tensor
+    T = TensorBase
     for a in args:
         if isinstance(a, T):
             d = a.dtype
@@ -187,7 +165,7 @@ def result_type(*args) -> D.dtype:
 
 def binary_result_type(a, b) -> D.dtype:
     """``result_type(a, b)`` with a fast path for two tensors of one dtype."""
-    T = Tensor
+    T = TensorBase
     if isinstance(a, T) and isinstance(b, T) and a.dtype is b.dtype:
         return a.dtype
     return result_type(a, b)
@@ -196,15 +174,6 @@ def binary_result_type(a, b) -> D.dtype:
 # ---------------------------------------------------------------------------
 # dims
 # ---------------------------------------------------------------------------
-def wrap_dim(dim: int, ndim: int) -> int:
-    """Turn a possibly negative ``dim`` into 0..ndim-1 (0-d tensors accept -1 and 0)."""
-    n = ndim if ndim > 0 else 1
-    if dim < -n or dim >= n:
-        raise IndexError(
-            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return dim + n if dim < 0 else dim
-
-
 def wrap_dims(dims, ndim: int) -> tuple:
     if isinstance(dims, int):
         return (wrap_dim(dims, ndim),)

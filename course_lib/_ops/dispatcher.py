@@ -9,24 +9,29 @@ course_lib tries three keys, in order:
    gets the call.  While it handles it, it is popped off the stack, so when it
    calls the op again the call goes on to the next key.
 2. **Autograd**: if grad mode is on and an input requires grad, the op's
-   autograd wrapper runs the op one level down and records a graph node.
-3. **Backend**: the ``meta`` kernel if the inputs live on the meta device,
-   else the ``cpu`` kernel.
+   autograd kernel (``autograd/variable_type.py``) computes the result with
+   ``backend(op, args)`` (PyTorch's redispatch below the Autograd key) and records
+   a graph node.
+3. **Backend**: ``backend`` runs the ``meta`` kernel if an input lives on the meta
+   device, else the ``cpu`` kernel.
 
 Composite ops (``kind="composite"``: ``matmul``, ``reshape``, ``flatten``, ...)
 have no kernel of their own: their "kernel" calls other ops through the
 dispatcher.  Modes do not see them, only the ops they decompose into, as with
 PyTorch's CompositeImplicitAutograd ops (a mode sees ``mm``, not ``matmul``).
 
-The fast path (no mode, nothing requires grad) is a few attribute reads and one
-loop over the op's tensor positions; keep it that way (see ``bench/``).
+Most calls have no mode and no input that requires grad or lives on the meta
+device: ``dispatch`` sees that in one loop over the op's tensor positions and
+calls the cpu kernel, which is what steps 2 and 3 would pick.  Keep that loop
+short (``bench/``: add of 10 floats).
 """
 from __future__ import annotations
 
 import threading
 
-__all__ = ["dispatch", "redispatch_below_autograd", "push_mode", "pop_mode", "active_modes",
-           "grad_state"]
+from .._tensor_base import TensorBase
+
+__all__ = ["dispatch", "backend", "push_mode", "pop_mode", "active_modes", "grad_state"]
 
 _mode_stack: list = []
 
@@ -41,72 +46,70 @@ class _GradState(threading.local):
 
 grad_state = _GradState()
 
-_Tensor = None  # set by course_lib._tensor once the class exists
-
 
 def dispatch(op, args: tuple):
-    """Run ``op`` on ``args`` (positional, in schema order) through modes -> autograd -> backend."""
+    """Run ``op`` on ``args`` (positional, in schema order) through modes -> Autograd -> backend."""
+    # 1. modes: the innermost one gets the call, popped while it runs
     if _mode_stack and not op.composite:
         mode = _mode_stack.pop()
         try:
             return mode.__torch_dispatch__(op, _types(op, args), args, {})
         finally:
             _mode_stack.append(mode)
-    # One pass over the tensor arguments: does one require grad (-> Autograd)? Is one
-    # on the meta device (-> meta kernel)?  Grad mode (a thread-local) is only read
-    # when an input requires grad.
-    T = _Tensor
-    meta = False
+    # No input requires grad or is on the meta device: the cpu kernel, without steps 2 and 3.
+    special = False
     for i in op.tensor_pos:
         a = args[i]
-        if isinstance(a, T):
-            if a._requires_grad and op.autograd is not None and grad_state.enabled:
-                return op.autograd(op, args)
-            if a._storage.data is None:
-                meta = True
-    if op.tensor_list_pos:
-        for i in op.tensor_list_pos:
-            for a in args[i]:
-                if isinstance(a, T):
-                    if a._requires_grad and op.autograd is not None and grad_state.enabled:
-                        return op.autograd(op, args)
-                    if a._storage.data is None:
-                        meta = True
-    if meta:
-        _check_same_device(op, args)
-        return op.meta(*args)
-    return op.cpu(*args)
+        if isinstance(a, TensorBase) and (a._requires_grad or a._storage.data is None):
+            special = True
+            break
+    if op.tensor_list_pos and not special:
+        special = _any_special(op, args)
+    if not special:
+        return op.cpu(*args)
+    # 2. Autograd (grad mode, a thread-local, is only read when something might require grad)
+    if op.autograd is not None and grad_state.enabled and _requires_grad(op, args):
+        return op.autograd(op, args)
+    # 3. backend
+    return backend(op, args)
 
 
 def backend(op, args: tuple):
     """Pick the device kernel: meta if any tensor input is on the meta device, else cpu."""
-    T = _Tensor
-    for i in op.tensor_pos:
-        a = args[i]
-        if isinstance(a, T) and a._storage.data is None:
+    for a in _tensor_args(op, args):
+        if a._storage.data is None:
             _check_same_device(op, args)
             return op.meta(*args)
-    for i in op.tensor_list_pos:
-        for a in args[i]:
-            if isinstance(a, T) and a._storage.data is None:
-                _check_same_device(op, args)
-                return op.meta(*args)
     return op.cpu(*args)
 
 
-def redispatch_below_autograd(op, args: tuple):
-    """What the autograd wrapper calls to compute the result: the backend, no recording."""
-    return backend(op, args)
+def _tensor_args(op, args: tuple) -> list:
+    """The op's tensor arguments, in schema order (tensor lists flattened)."""
+    tensors = [args[i] for i in op.tensor_pos if isinstance(args[i], TensorBase)]
+    for i in op.tensor_list_pos:
+        tensors.extend(a for a in args[i] if isinstance(a, TensorBase))
+    return tensors
+
+
+def _any_special(op, args: tuple) -> bool:
+    """Does a tensor in one of the op's tensor lists require grad or live on the meta device?"""
+    for a in _tensor_args(op, args):
+        if a._requires_grad or a._storage.data is None:
+            return True
+    return False
+
+
+def _requires_grad(op, args: tuple) -> bool:
+    for a in _tensor_args(op, args):
+        if a._requires_grad:
+            return True
+    return False
 
 
 def _check_same_device(op, args):
     """All tensor arguments on one device (0-d CPU tensors may join any device, as in PyTorch)."""
-    T = _Tensor
-    tensors = [args[i] for i in op.tensor_pos if isinstance(args[i], T)]
-    for i in op.tensor_list_pos:
-        tensors.extend(a for a in args[i] if isinstance(a, T))
     expected = None
-    for a in tensors:
+    for a in _tensor_args(op, args):
         dev = a._storage.device
         if dev == "cpu" and not a._shape:
             continue
@@ -117,11 +120,10 @@ def _check_same_device(op, args):
 
 
 def _types(op, args):
-    T = _Tensor
     seen = []
     for i in op.tensor_pos:
         t = type(args[i])
-        if isinstance(args[i], T) and t not in seen:
+        if isinstance(args[i], TensorBase) and t not in seen:
             seen.append(t)
     return tuple(seen)
 

@@ -1,145 +1,356 @@
-"""Hand-written Tensor methods: Python operators, ``to``/casts, indexing, and a few
-PyTorch methods whose argument parsing doesn't fit the generated bindings.
+"""Hand-written bindings: Python operators, ``to`` and the casts, ``var``/``std`` and a few
+methods whose argument parsing doesn't fit the generated ones.
 
-In PyTorch: ``torch/_tensor.py`` (``__rsub__``, ``__rdiv__``, ...) and
-``torch/csrc/autograd/python_variable_methods.cpp`` (``to``, ``type`` ...).
-Everything here still goes through the dispatcher.
+In PyTorch: the manual entries of ``torch/csrc/autograd/python_variable_methods.cpp``
+(``__add__``, ``to``, ``float``, ``cuda``, ...) and ``torch/_tensor.py``.  Everything here
+still goes through the dispatcher.  ``PythonMethods`` is one of ``Tensor``'s bases (see
+``course_lib/_tensor.py``); the module-level functions below become ``course_lib.var``,
+``course_lib.clip``, ...
+
+An op whose binding is written here is registered with ``manual_binding=True``, so the
+generator (``bindings.py``) does not write one too; ``tests/test_dispatcher.py`` checks that
+no name is both generated and hand-written.
 """
 from __future__ import annotations
 
 import warnings
 
 from .. import _dtype as D
+from .._device import device as _device
+from .._tensor_base import TensorBase
+from . import python_torch_functions as _functions
 from .dispatcher import dispatch
+from .python_variable_methods import VariableMethods as _Generated
 from .registry import OPS
-from . import indexing
 
-_T = None
+__all__ = ["var", "std", "repeat", "swapaxes", "swapdims", "clip", "absolute", "negative", "multiply",
+           "subtract", "divide", "true_divide", "greater", "less", "concat", "concatenate"]
 
-
-def _op(name):
-    op = OPS[name]
-
-    def call(*args):
-        return dispatch(op, args)
-    return call
+# What a binary operator accepts on its right; anything else returns NotImplemented so that Python
+# tries the other operand (``x + "a"`` is Python's TypeError, as in PyTorch).
+_OPERAND = (TensorBase, int, float, bool)
 
 
-def _trailing_defaults(op, n_given: int) -> tuple:
-    """Default values of the op's arguments after the first ``n_given`` (e.g. add's alpha=1)."""
-    from .bindings import _default
-    return tuple(eval(_default(a.default)) for a in op.args[n_given:])  # noqa: S307 (schema literals)
+class PythonMethods:
+    """The hand-written methods of ``Tensor`` (the generated ones are in ``VariableMethods``)."""
 
+    __slots__ = ()
 
-def _binary(name, reflected=False):
-    op = OPS[name]
-    extra = _trailing_defaults(op, 2)
-    T = _T
-    if reflected:
-        def fn(self, other):
-            return dispatch(op, (self, other) + extra)
-    elif len(extra) == 1:
-        e0 = extra[0]
-
-        def fn(self, other):
-            if isinstance(other, T) or isinstance(other, _NUMBER) or hasattr(other, "__index__"):
-                return dispatch(op, (self, other, e0))
-            return NotImplemented
-    elif extra:
-        def fn(self, other):
-            if isinstance(other, T) or isinstance(other, _NUMBER) or hasattr(other, "__index__"):
-                return dispatch(op, (self, other) + extra)
-            return NotImplemented
-    else:
-        def fn(self, other):
-            if isinstance(other, T) or isinstance(other, _NUMBER) or hasattr(other, "__index__"):
-                return dispatch(op, (self, other))
-            return NotImplemented
-    return fn
-
-
-_NUMBER = (int, float, bool)
-
-
-def _rbinary(name):
-    op = OPS[name]
-    extra = _trailing_defaults(op, 2)
-
-    def fn(self, other):
-        if not isinstance(other, (int, float, bool)):
-            return NotImplemented
-        return dispatch(op, (_scalar_tensor(other), self) + extra)
-    return fn
-
-
-def _inplace(name):
-    op = OPS[name]
-    extra = _trailing_defaults(op, 2)
-
-    def fn(self, other):
-        return dispatch(op, (self, other) + extra)
-    return fn
-
-
-def _scalar_tensor(value):
-    """A Python number as a 0-d tensor of the dtype it promotes as (bool, int64 or the default float)."""
-    import numpy as np
-    from .common import wrap
-    dt = D.scalar_dtype(value)
-    return wrap(np.asarray(value, dtype=dt.np), dt)
-
-
-def _rtruediv(self, other):
-    # 1 / x is reciprocal(x) * 1, as in PyTorch (grad_fn MulBackward0)
-    return dispatch(OPS["mul"], (dispatch(OPS["reciprocal"], (self,)), other))
-
-
-def _rpow(self, other):
-    return dispatch(OPS["pow"], (_scalar_tensor(other), self))
-
-
-def _matmul(self, other):
-    if not isinstance(other, _T):
-        return NotImplemented  # x @ 2: Python's TypeError, as in PyTorch
-    return dispatch(OPS["matmul"], (self, other))
-
-
-def _rmatmul(self, other):
-    if not isinstance(other, _T):
+    # -- binary operators: x + y is x.add(y), ... -------------------------------------
+    def __add__(self, other):
+        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+            return dispatch(OPS["add"], (self, other, 1))
         return NotImplemented
-    return dispatch(OPS["matmul"], (other, self))
 
+    def __sub__(self, other):
+        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+            return dispatch(OPS["sub"], (self, other, 1))
+        return NotImplemented
 
-def to(self, *args, **kwargs):
-    """Convert dtype and/or device: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``.
+    def __mul__(self, other):
+        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+            return dispatch(OPS["mul"], (self, other))
+        return NotImplemented
 
-    Returns ``self`` when nothing changes (unless ``copy=True``).
-    """
-    from .._device import device as Device
-    dtype = kwargs.pop("dtype", None)
-    dev = kwargs.pop("device", None)
-    copy = kwargs.pop("copy", False)
-    kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
-    if kwargs:
-        raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
-    if isinstance(dev, str):
-        _check_device_string(dev)
-    for a in args:
-        if isinstance(a, D.dtype):
-            dtype = a
-        elif isinstance(a, _T):
-            dtype, dev = a.dtype, a._storage.device
-        elif isinstance(a, (str, Device)):
-            if isinstance(a, str):
-                _check_device_string(a)
-            dev = str(Device(a))
-        elif isinstance(a, bool):
-            copy = copy or a
-    same_dev = dev is None or dev == self._storage.device
-    if (dtype is None or dtype is self.dtype) and same_dev and not copy:
+    def __truediv__(self, other):
+        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+            return dispatch(OPS["div"], (self, other, None))
+        return NotImplemented
+
+    def __floordiv__(self, other):
+        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+            return dispatch(OPS["floor_divide"], (self, other))
+        return NotImplemented
+
+    def __mod__(self, other):
+        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+            return dispatch(OPS["remainder"], (self, other))
+        return NotImplemented
+
+    def __pow__(self, other):
+        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+            return dispatch(OPS["pow"], (self, other))
+        return NotImplemented
+
+    def __and__(self, other):
+        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+            return dispatch(OPS["bitwise_and"], (self, other))
+        return NotImplemented
+
+    def __or__(self, other):
+        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+            return dispatch(OPS["bitwise_or"], (self, other))
+        return NotImplemented
+
+    def __xor__(self, other):
+        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+            return dispatch(OPS["bitwise_xor"], (self, other))
+        return NotImplemented
+
+    def __matmul__(self, other):
+        if not isinstance(other, TensorBase):
+            return NotImplemented  # x @ 2: Python's TypeError, as in PyTorch
+        return dispatch(OPS["matmul"], (self, other))
+
+    # -- comparisons ------------------------------------------------------------------
+    def __eq__(self, other):
+        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+            return dispatch(OPS["eq"], (self, other))
+        return NotImplemented
+
+    def __ne__(self, other):
+        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+            return dispatch(OPS["ne"], (self, other))
+        return NotImplemented
+
+    def __lt__(self, other):
+        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+            return dispatch(OPS["lt"], (self, other))
+        return NotImplemented
+
+    def __le__(self, other):
+        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+            return dispatch(OPS["le"], (self, other))
+        return NotImplemented
+
+    def __gt__(self, other):
+        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+            return dispatch(OPS["gt"], (self, other))
+        return NotImplemented
+
+    def __ge__(self, other):
+        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+            return dispatch(OPS["ge"], (self, other))
+        return NotImplemented
+
+    __hash__ = TensorBase.__hash__  # defining __eq__ would otherwise make tensors unhashable
+
+    # -- reflected operators: 2 + x is x.__radd__(2) ----------------------------------------
+    # (those that need a number as a tensor, __rfloordiv__, __rmod__ and __rpow__, are in _tensor.py)
+    def __radd__(self, other):
+        return dispatch(OPS["add"], (self, other, 1))
+
+    def __rmul__(self, other):
+        return dispatch(OPS["mul"], (self, other))
+
+    def __rand__(self, other):
+        return dispatch(OPS["bitwise_and"], (self, other))
+
+    def __ror__(self, other):
+        return dispatch(OPS["bitwise_or"], (self, other))
+
+    def __rxor__(self, other):
+        return dispatch(OPS["bitwise_xor"], (self, other))
+
+    def __rsub__(self, other):
+        return dispatch(OPS["rsub"], (self, other, 1))
+
+    def __rtruediv__(self, other):
+        # 1 / x is reciprocal(x) * 1, as in PyTorch (grad_fn MulBackward0)
+        return dispatch(OPS["mul"], (dispatch(OPS["reciprocal"], (self,)), other))
+
+    def __rmatmul__(self, other):
+        if not isinstance(other, TensorBase):
+            return NotImplemented
+        return dispatch(OPS["matmul"], (other, self))
+
+    # -- in-place operators: x += y is x.add_(y) ------------------------------------------
+    def __iadd__(self, other):
+        return dispatch(OPS["add_"], (self, other, 1))
+
+    def __isub__(self, other):
+        return dispatch(OPS["sub_"], (self, other, 1))
+
+    def __imul__(self, other):
+        return dispatch(OPS["mul_"], (self, other))
+
+    def __itruediv__(self, other):
+        return dispatch(OPS["div_"], (self, other, None))
+
+    def __ifloordiv__(self, other):
+        return dispatch(OPS["floor_divide_"], (self, other))
+
+    def __imod__(self, other):
+        return dispatch(OPS["remainder_"], (self, other))
+
+    def __ipow__(self, other):
+        return dispatch(OPS["pow_"], (self, other))
+
+    def __iand__(self, other):
+        return dispatch(OPS["bitwise_and_"], (self, other))
+
+    def __ior__(self, other):
+        return dispatch(OPS["bitwise_or_"], (self, other))
+
+    def __ixor__(self, other):
+        return dispatch(OPS["bitwise_xor_"], (self, other))
+
+    # -- unary operators -----------------------------------------------------------------
+    def __neg__(self):
+        return dispatch(OPS["neg"], (self,))
+
+    def __pos__(self):
         return self
-    return dispatch(OPS["_to_copy"], (self, dtype, None if same_dev else dev))
+
+    def __abs__(self):
+        return dispatch(OPS["abs"], (self,))
+
+    def __invert__(self):
+        if self.dtype.category == D._FLOAT:
+            raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+        return dispatch(OPS["bitwise_not"], (self,))
+
+    # -- dtype and device ------------------------------------------------------------------
+    def to(self, *args, **kwargs):
+        """Convert dtype and/or device: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``.
+
+        Returns ``self`` when nothing changes (unless ``copy=True``).
+        """
+        dtype = kwargs.pop("dtype", None)
+        dev = kwargs.pop("device", None)
+        copy = kwargs.pop("copy", False)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
+        if kwargs:
+            raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+        if isinstance(dev, str):
+            _check_device_string(dev)
+        for a in args:
+            if isinstance(a, D.dtype):
+                dtype = a
+            elif isinstance(a, TensorBase):
+                dtype, dev = a.dtype, a._storage.device
+            elif isinstance(a, (str, _device)):
+                if isinstance(a, str):
+                    _check_device_string(a)
+                dev = str(_device(a))
+            elif isinstance(a, bool):
+                copy = copy or a
+        same_dev = dev is None or dev == self._storage.device
+        if (dtype is None or dtype is self.dtype) and same_dev and not copy:
+            return self
+        return dispatch(OPS["_to_copy"], (self, dtype, None if same_dev else dev))
+
+    def cuda(self, device=None, non_blocking=False):
+        raise AssertionError("Torch not compiled with CUDA enabled")
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
+    def float(self, memory_format=None):
+        """``self.to(course_lib.float32)``"""
+        return self.to(D.float32)
+
+    def double(self, memory_format=None):
+        """``self.to(course_lib.float64)``"""
+        return self.to(D.float64)
+
+    def half(self, memory_format=None):
+        """``self.to(course_lib.float16)``"""
+        return self.to(D.float16)
+
+    def long(self, memory_format=None):
+        """``self.to(course_lib.int64)``"""
+        return self.to(D.int64)
+
+    def int(self, memory_format=None):
+        """``self.to(course_lib.int32)``"""
+        return self.to(D.int32)
+
+    def short(self, memory_format=None):
+        """``self.to(course_lib.int16)``"""
+        return self.to(D.int16)
+
+    def char(self, memory_format=None):
+        """``self.to(course_lib.int8)``"""
+        return self.to(D.int8)
+
+    def byte(self, memory_format=None):
+        """``self.to(course_lib.uint8)``"""
+        return self.to(D.uint8)
+
+    def bool(self, memory_format=None):
+        """``self.to(course_lib.bool)``"""
+        return self.to(D.bool_)
+
+    # -- reductions with PyTorch's two signatures (manual_binding in the registry) ----------------
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        """Variance with Bessel's ``correction`` (1: unbiased, 0: biased).
+
+        ``var(dim, unbiased, keepdim)`` is the old signature, ``correction=`` the new one.
+        """
+        return dispatch(OPS["var"], _var_args(self, dim, unbiased, keepdim, correction))
+
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        """Standard deviation with Bessel's ``correction`` (1: unbiased, 0: biased).
+
+        ``std(dim, unbiased, keepdim)`` is the old signature, ``correction=`` the new one.
+        """
+        return dispatch(OPS["std"], _var_args(self, dim, unbiased, keepdim, correction))
+
+    # -- shapes ------------------------------------------------------------------------------
+    @property
+    def T(self):
+        """The dims in reverse order (deprecated by PyTorch for other than 2-d tensors)."""
+        if len(self._shape) != 2:
+            warnings.warn(
+                "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and "
+                "it will throw an error in a future release. Consider `x.mT` to transpose batches of matrices "
+                "or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.",
+                UserWarning, stacklevel=2)
+        return dispatch(OPS["permute"], (self, tuple(range(len(self._shape) - 1, -1, -1))))
+
+    H = T  # the conjugate transpose: the same for real tensors
+
+    @property
+    def mT(self):
+        """The last two dims swapped (a batch of transposed matrices)."""
+        if len(self._shape) < 2:
+            raise RuntimeError(
+                f"tensor.mT is only supported on matrices or batches of matrices. Got {len(self._shape)}-D tensor.")
+        return dispatch(OPS["transpose"], (self, -2, -1))
+
+    def repeat(self, *sizes):
+        """Tile the tensor: dim i repeated sizes[i] times (new leading dims allowed)."""
+        return repeat(self, *sizes)
+
+    def view_as(self, other):
+        return dispatch(OPS["view"], (self, other._shape))
+
+    def reshape_as(self, other):
+        return dispatch(OPS["reshape"], (self, other._shape))
+
+    def ravel(self):
+        # ravel is contiguous().view(-1) in PyTorch: a view even when a copy was needed first
+        return dispatch(OPS["view"], (dispatch(OPS["contiguous"], (self, "contiguous_format")), (-1,)))
+
+    def swapaxes(self, a, b):
+        return dispatch(OPS["transpose"], (self, a, b))
+
+    swapdims = swapaxes
+
+    def true_divide(self, other):
+        return dispatch(OPS["div"], (self, other, None))
+
+    # -- aliases: other names of generated methods (PyTorch declares them as ops of their own) ----
+    clip = _Generated.clamp
+    clip_ = _Generated.clamp_
+    absolute = _Generated.abs
+    negative = _Generated.neg
+    multiply = _Generated.mul
+    subtract = _Generated.sub
+    divide = _Generated.div
+    greater = _Generated.gt
+    less = _Generated.lt
+
+
+def _var_args(self, dim, unbiased, keepdim, correction) -> tuple:
+    """The dispatcher's arguments of var/std for either of PyTorch's signatures."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    return (self, dim, correction, keepdim)
 
 
 def _check_device_string(dev: str) -> None:
@@ -151,64 +362,23 @@ def _check_device_string(dev: str) -> None:
         raise RuntimeError(f"PyTorch is not linked with support for {kind} devices")
 
 
-def _cuda(self, device=None, non_blocking=False):
-    raise AssertionError("Torch not compiled with CUDA enabled")
+# ---------------------------------------------------------------------------
+# module-level functions: course_lib.var, course_lib.clip, ...
+# ---------------------------------------------------------------------------
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance with Bessel's ``correction`` (see ``Tensor.var``)."""
+    return dispatch(OPS["var"], _var_args(input, dim, unbiased, keepdim, correction))
 
 
-def _invert(self):
-    if self.dtype.category == D._FLOAT:
-        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
-    return dispatch(OPS["bitwise_not"], (self,))
-
-
-def _caster(dt):
-    def fn(self, memory_format=None):
-        return to(self, dt)
-    fn.__name__ = dt.name
-    fn.__doc__ = f"``self.to({dt!r})``"
-    return fn
-
-
-def _var_like(name):
-    op = OPS[name]
-
-    def fn(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
-        # var(dim, unbiased, keepdim) is the old signature; correction= the new one.
-        if isinstance(dim, bool):
-            dim, unbiased = None, dim
-        if correction is None:
-            correction = 1 if unbiased is None or unbiased else 0
-        return dispatch(op, (self, dim, correction, keepdim))
-    fn.__name__ = name
-    fn.__doc__ = op.doc
-    return fn
-
-
-def _T_prop(self):
-    if len(self._shape) != 2:
-        warnings.warn(
-            "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and it "
-            "will throw an error in a future release. Consider `x.mT` to transpose batches of matrices or "
-            "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.",
-            UserWarning, stacklevel=2)
-    return dispatch(OPS["permute"], (self, tuple(range(len(self._shape) - 1, -1, -1))))
-
-
-def _mT(self):
-    if len(self._shape) < 2:
-        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {len(self._shape)}-D tensor.")
-    return dispatch(OPS["transpose"], (self, -2, -1))
-
-
-def _size_args(size):
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        return tuple(size[0])
-    return tuple(size)
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Standard deviation with Bessel's ``correction`` (see ``Tensor.std``)."""
+    return dispatch(OPS["std"], _var_args(input, dim, unbiased, keepdim, correction))
 
 
 def repeat(self, *sizes):
     """Tile the tensor: dim i repeated sizes[i] times (new leading dims allowed)."""
-    sizes = _size_args(sizes)
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
     if len(sizes) < len(self._shape):
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
                            "tensor")
@@ -232,75 +402,19 @@ def repeat(self, *sizes):
     return dispatch(OPS["reshape"], (y, tuple(r * s for r, s in zip(sizes, shape))))
 
 
-def install(tensor_cls, namespace: dict) -> None:
-    global _T
-    _T = tensor_cls
-    T = tensor_cls
-    for dunder, name in (("__add__", "add"), ("__sub__", "sub"), ("__mul__", "mul"), ("__truediv__", "div"),
-                         ("__floordiv__", "floor_divide"), ("__mod__", "remainder"), ("__pow__", "pow"),
-                         ("__and__", "bitwise_and"), ("__or__", "bitwise_or"),
-                         ("__xor__", "bitwise_xor"), ("__eq__", "eq"), ("__ne__", "ne"), ("__lt__", "lt"),
-                         ("__le__", "le"), ("__gt__", "gt"), ("__ge__", "ge")):
-        setattr(T, dunder, _binary(name))
-    for dunder, name in (("__radd__", "add"), ("__rmul__", "mul"), ("__rand__", "bitwise_and"),
-                         ("__ror__", "bitwise_or"), ("__rxor__", "bitwise_xor")):
-        setattr(T, dunder, _binary(name, reflected=True))
-    T.__rsub__ = lambda self, other: dispatch(OPS["rsub"], (self, other, 1))
-    T.__rtruediv__ = _rtruediv
-    T.__rfloordiv__ = _rbinary("floor_divide")
-    T.__rmod__ = _rbinary("remainder")
-    T.__rpow__ = _rpow
-    T.__matmul__ = _matmul
-    T.__rmatmul__ = _rmatmul
-    for dunder, name in (("__iadd__", "add_"), ("__isub__", "sub_"), ("__imul__", "mul_"),
-                         ("__itruediv__", "div_"), ("__ifloordiv__", "floor_divide_"), ("__imod__", "remainder_"),
-                         ("__ipow__", "pow_"), ("__iand__", "bitwise_and_"), ("__ior__", "bitwise_or_"),
-                         ("__ixor__", "bitwise_xor_")):
-        setattr(T, dunder, _inplace(name))
-    T.__neg__ = lambda self: dispatch(OPS["neg"], (self,))
-    T.__pos__ = lambda self: self
-    T.__abs__ = lambda self: dispatch(OPS["abs"], (self,))
-    T.__invert__ = _invert
-    T.cuda = _cuda
-    T.__getitem__ = indexing.getitem
-    T.__setitem__ = indexing.setitem
-    T.__hash__ = lambda self: id(self)
+def swapaxes(self, a, b):
+    return dispatch(OPS["transpose"], (self, a, b))
 
-    T.to = to
-    for name, dt in (("float", D.float32), ("double", D.float64), ("half", D.float16), ("long", D.int64),
-                     ("int", D.int32), ("short", D.int16), ("char", D.int8), ("byte", D.uint8), ("bool", D.bool_)):
-        setattr(T, name, _caster(dt))
-    T.var = _var_like("var")
-    T.std = _var_like("std")
-    namespace["var"] = lambda input, dim=None, unbiased=None, keepdim=False, *, correction=None: \
-        T.var(input, dim, unbiased, keepdim, correction=correction)
-    namespace["std"] = lambda input, dim=None, unbiased=None, keepdim=False, *, correction=None: \
-        T.std(input, dim, unbiased, keepdim, correction=correction)
-    T.T = property(_T_prop)
-    T.mT = property(_mT)
-    T.H = property(_T_prop)
-    T.repeat = repeat
-    T.expand_as = lambda self, other: dispatch(OPS["expand"], (self, other._shape))
-    T.view_as = lambda self, other: dispatch(OPS["view"], (self, other._shape))
-    T.reshape_as = lambda self, other: dispatch(OPS["reshape"], (self, other._shape))
-    T.type_as = lambda self, other: to(self, other.dtype)
-    # ravel is contiguous().view(-1) in PyTorch: a view even when a copy was needed first
-    T.ravel = lambda self: dispatch(OPS["view"], (dispatch(OPS["contiguous"], (self, "contiguous_format")), (-1,)))
-    T.swapaxes = T.swapdims = lambda self, a, b: dispatch(OPS["transpose"], (self, a, b))
-    T.div_ = lambda self, other, *, rounding_mode=None: dispatch(OPS["div_"], (self, other, rounding_mode))
-    T.true_divide = lambda self, other: dispatch(OPS["div"], (self, other, None))
-    T.clip = T.clamp
-    T.clip_ = T.clamp_
-    T.absolute = T.abs
-    T.negative = T.neg
-    T.multiply = T.mul
-    T.subtract = T.sub
-    T.divide = T.div
-    T.greater = T.gt
-    T.less = T.lt
-    for alias, name in (("clip", "clamp"), ("absolute", "abs"), ("negative", "neg"), ("multiply", "mul"),
-                        ("subtract", "sub"), ("divide", "div"), ("true_divide", "div"), ("greater", "gt"),
-                        ("less", "lt"), ("concat", "cat"), ("concatenate", "cat")):
-        namespace[alias] = namespace[name]
-    namespace["swapaxes"] = namespace["swapdims"] = T.swapaxes
-    namespace["repeat"] = repeat
+
+swapdims = swapaxes
+clip = _functions.clamp
+absolute = _functions.abs
+negative = _functions.neg
+multiply = _functions.mul
+subtract = _functions.sub
+divide = _functions.div
+true_divide = _functions.div
+greater = _functions.gt
+less = _functions.lt
+concat = _functions.cat
+concatenate = _functions.cat

@@ -158,14 +158,14 @@ def _var_std(self, dim, correction, keepdim, name, fn):
 
 
 @register("var(Tensor self, int[1]? dim=None, *, Scalar? correction=1, bool keepdim=False) -> Tensor",
-          meta=_var_meta, kind="reduction")
+          meta=_var_meta, kind="reduction", manual_binding=True)
 def var(self, dim=None, correction=1, keepdim=False):
     """Variance with Bessel's ``correction`` (1: unbiased, 0: biased)."""
     return _var_std(self, dim, correction, keepdim, "var", np.var)
 
 
 @register("std(Tensor self, int[1]? dim=None, *, Scalar? correction=1, bool keepdim=False) -> Tensor",
-          meta=_var_meta, kind="reduction")
+          meta=_var_meta, kind="reduction", manual_binding=True)
 def std(self, dim=None, correction=1, keepdim=False):
     """Standard deviation with Bessel's ``correction``."""
     return _var_std(self, dim, correction, keepdim, "std", np.std)

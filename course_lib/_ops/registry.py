@@ -11,16 +11,28 @@ Here an ``OpDef`` holds:
 * ``meta``: the shape function (same signature, returns tensors on the meta device)
 * ``autograd``: the derivative, filled in by ``course_lib.autograd.derivatives``
 * ``variants``: ``"function"`` and/or ``"method"``; ``inplace`` names the ``op_`` form.
+* ``manual_binding``: the Python function and method are hand-written
+  (``python_methods.py``) instead of generated, like PyTorch's ``manual_cpp_binding``.
 
-``course_lib._ops.bindings`` reads the registry and generates ``course_lib.add``,
-``Tensor.add``, ``Tensor.add_`` and friends from the schema.
+``python -m course_lib._ops.bindings`` reads the registry and writes ``course_lib.add``,
+``Tensor.add``, ``Tensor.add_`` and friends from the schemas into
+``python_torch_functions.py`` and ``python_variable_methods.py``.
 """
 from __future__ import annotations
 
 import re
 from typing import Callable
 
-__all__ = ["OpDef", "OPS", "register", "get"]
+__all__ = ["OpDef", "OPS", "register", "get", "default_source"]
+
+# Schema defaults that are not Python literals.
+_DEFAULTS = {"True": "True", "False": "False", "None": "None", "[]": "()",
+             "preserve_format": "'preserve_format'", "contiguous_format": "'contiguous_format'"}
+
+
+def default_source(text: str) -> str:
+    """A schema default as Python source (``[]`` -> ``()``, ``contiguous_format`` -> a string)."""
+    return _DEFAULTS.get(text, text)
 
 
 class Arg:
@@ -89,12 +101,12 @@ class OpDef:
 
     __slots__ = ("name", "schema", "args", "returns", "cpu", "meta", "autograd", "variants",
                  "inplace", "tensor_pos", "tensor_list_pos", "kind", "doc", "is_view",
-                 "is_inplace", "overload", "functional", "autograd_spec", "composite")
+                 "is_inplace", "overload", "functional", "autograd_spec", "composite", "manual_binding")
 
     def __init__(self, schema: str, cpu: Callable, meta: Callable | None, *,
                  variants=("function", "method"), inplace: str | None = None,
                  kind: str = "other", doc: str = "", is_view: bool = False,
-                 is_inplace: bool = False):
+                 is_inplace: bool = False, manual_binding: bool = False):
         self.schema = schema
         self.name, self.args, self.returns = parse_schema(schema)
         self.overload = self.name
@@ -112,6 +124,7 @@ class OpDef:
         self.is_view = is_view
         self.is_inplace = is_inplace
         self.functional = None  # for an in-place op: its out-of-place twin
+        self.manual_binding = manual_binding  # its Python binding is in python_methods.py, not generated
 
     def __repr__(self) -> str:
         return f"<op {self.schema}>"
@@ -127,7 +140,7 @@ OPS: dict[str, OpDef] = {}
 
 def register(schema: str, *, meta: Callable | None = None, variants=("function", "method"),
              inplace: str | None = None, kind: str = "other", is_view: bool = False,
-             is_inplace: bool = False):
+             is_inplace: bool = False, manual_binding: bool = False):
     """Decorator: declare an op from its schema and its CPU kernel.
 
     >>> @register("neg(Tensor self) -> Tensor", meta=unary_meta)
@@ -136,7 +149,8 @@ def register(schema: str, *, meta: Callable | None = None, variants=("function",
     """
     def deco(fn: Callable) -> OpDef:
         op = OpDef(schema, fn, meta, variants=variants, inplace=inplace, kind=kind,
-                   doc=fn.__doc__ or "", is_view=is_view, is_inplace=is_inplace)
+                   doc=fn.__doc__ or "", is_view=is_view, is_inplace=is_inplace,
+                   manual_binding=manual_binding)
         if op.name in OPS:
             raise ValueError(f"op {op.name} registered twice")
         OPS[op.name] = op

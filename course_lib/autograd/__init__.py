@@ -14,39 +14,18 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .. import _tensor
+from .._tensor_base import TensorBase
 from . import engine, graph, grad_mode, variable_type
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 
 __all__ = ["backward", "grad", "Function", "gradcheck", "gradgradcheck", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled"]
 
-engine._install(_tensor.Tensor)
-variable_type._install(_tensor.Tensor)
-
-
-def _detach_(self):
-    """Detach in place: ``self`` becomes a leaf without history (``Tensor.detach_``)."""
-    if self._base is not None and self.grad_fn is not None:
-        raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel "
-                           "(DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of "
-                           "DDP buckets, and hence detach_() cannot be called on these gradients. To fix this error, "
-                           "please refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the "
-                           "solution.")
-    self.grad_fn = None
-    self._requires_grad = False
-    self._output_nr = 0
-    return self
-
-
-if not hasattr(_tensor.Tensor, "detach_"):
-    _tensor.Tensor.detach_ = _detach_
-
 
 def _as_tuple(x):
     if x is None:
         return None
-    if isinstance(x, _tensor.Tensor):
+    if isinstance(x, TensorBase):
         return (x,)
     return tuple(x)
 

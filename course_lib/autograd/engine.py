@@ -22,13 +22,12 @@ import numpy as np
 
 from .._ops.common import wrap
 from .._ops.dispatcher import _mode_stack, grad_state
+from .._tensor_base import TensorBase
 from .graph import AccumulateGrad, gradient_edge
-
-_Tensor = None
 
 
 def _validate_root(out, grad, i):
-    T = _Tensor
+    T = TensorBase
     if grad is None:
         if out.numel() != 1:
             raise RuntimeError("grad can be implicitly created only for scalar outputs")
@@ -112,7 +111,6 @@ def run_backward(outputs, grad_outputs, retain_graph: bool, create_graph: bool, 
                  accumulate: bool = True, allow_unused: bool = False):
     """Run the graph from ``outputs``.  With ``accumulate=False`` (``autograd.grad``), return the
     gradients of ``inputs`` instead of adding them into ``.grad``."""
-    T = _Tensor
     roots = []
     root_grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
@@ -317,8 +315,3 @@ def _add_to(buf: list, nr: int, g) -> None:
         if nr > n:
             buf.extend([None] * (nr - n))
         buf.append(g)
-
-
-def _install(tensor_cls):
-    global _Tensor
-    _Tensor = tensor_cls

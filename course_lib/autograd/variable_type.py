@@ -26,9 +26,10 @@ import numpy as np
 
 from .._ops.common import wrap
 from .._ops.dispatcher import _mode_stack, backend, grad_state
+from .._ops.registry import default_source
+from .._tensor import Tensor
+from .._tensor_base import TensorBase
 from .graph import AccumulateGrad, Node, SavedTensor, _seq, gradient_edge
-
-_Tensor = None
 
 
 class Derivative:
@@ -75,9 +76,8 @@ def _schema_default(arg):
     """The Python value of an argument's schema default (``None`` when it has none)."""
     if arg.default is None:
         return None
-    from .._ops.bindings import _default
     try:
-        return eval(_default(arg.default), {})  # noqa: S307 (schema literals such as 1, False, None)
+        return eval(default_source(arg.default), {})  # noqa: S307 (schema literals such as 1, False, None)
     except Exception:
         return None
 
@@ -178,7 +178,7 @@ def autograd_kernel(op, args: tuple):
 def _record(d: Derivative, args: tuple, out):
     """Create ``d``'s node for a call of its op on ``args`` with result ``out``, save what the
     formula needs and make ``out`` the node's output(s).  Runs on every recorded op: keep it lean."""
-    T = _Tensor
+    T = Tensor  # op results are exactly Tensor: `a.__class__ is T` skips most isinstance calls
     op = d.op
     edges = []
     needs = []
@@ -275,7 +275,7 @@ _NO_GRAD_VIEW = ("A view was created in no_grad mode and is being modified inpla
 
 def _inplace(op, args: tuple):
     self = args[0]
-    T = _Tensor
+    T = TensorBase
     if self._requires_grad and self.grad_fn is None and self._base is None:
         raise RuntimeError(_LEAF_INPLACE)
     base = self._base
@@ -426,7 +426,7 @@ def _rebase_view(view, base, fn) -> None:
 
 def _register_view(out) -> None:
     """Remember a view of a non-leaf base, so that an in-place change regenerates its ``grad_fn``."""
-    T = _Tensor
+    T = TensorBase
     outs = out if isinstance(out, tuple) else (out,)
     for o in outs:
         if not isinstance(o, T):
@@ -477,8 +477,3 @@ def _register_one(base, view) -> None:
             if views.get(key) is ref:
                 del views[key]
         views[key] = weakref.ref(view, _drop)
-
-
-def _install(tensor_cls):
-    global _Tensor
-    _Tensor = tensor_cls
