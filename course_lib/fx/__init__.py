@@ -21,7 +21,7 @@ In PyTorch: ``torch/fx/``.  The same parts, with the same names:
 """
 from __future__ import annotations
 
-from ._symbolic_trace import PH, Tracer, _assert, symbolic_trace, wrap
+from ._symbolic_trace import PH, Tracer, _assert, symbolic_trace, wrap  # noqa: F401  (_assert: graphs call it)
 from .graph import Graph, PythonCode
 from .graph_module import GraphModule
 from .interpreter import Interpreter, Transformer

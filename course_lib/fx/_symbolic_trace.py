@@ -24,13 +24,16 @@ import inspect
 import math
 import types
 import warnings
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from ..nn import Module, Parameter, Sequential
 from .._tensor_base import TensorBase
+from ..nn import Module, Parameter, Sequential
 from .graph import Graph
 from .node import Argument, has_side_effect
 from .proxy import Proxy, TracerBase, _find_proxy
+
+if TYPE_CHECKING:
+    from .graph_module import GraphModule
 
 __all__ = ["Tracer", "symbolic_trace", "wrap", "PH"]
 

@@ -23,11 +23,18 @@ import keyword
 import math
 import re
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from .node import Argument, Node, Target, _get_qualified_name, _is_op, _target_name, map_arg
+from .node import (
+    Argument,
+    Node,
+    Target,
+    _get_qualified_name,
+    _is_op,
+    _target_name,
+    map_arg,
+)
 
 __all__ = ["Graph", "PythonCode", "magic_methods", "reflectable_magic_methods", "inplace_methods"]
 

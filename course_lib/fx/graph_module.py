@@ -18,8 +18,8 @@ import itertools
 import linecache
 from typing import Any, Callable
 
-from ..nn import Module, Parameter
 from .._tensor_base import TensorBase
+from ..nn import Module, Parameter
 from .graph import Graph, PythonCode
 
 __all__ = ["GraphModule"]

@@ -15,11 +15,11 @@ from __future__ import annotations
 import inspect
 from typing import Any, Iterator
 
+from ._symbolic_trace import Tracer
 from .graph import Graph
 from .graph_module import GraphModule
 from .node import Argument, Node, Target, map_aggregate, map_arg
 from .proxy import Proxy
-from ._symbolic_trace import Tracer
 
 __all__ = ["Interpreter", "Transformer"]
 

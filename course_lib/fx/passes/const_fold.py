@@ -78,9 +78,10 @@ def constant_fold(gm: GraphModule, freeze: bool = False) -> bool:
             n.replace_all_uses_with(new_node)
             values[new_node] = result
         elif _is_literal(result):
+            def inline(x: Node, n: Node = n, value: Any = result) -> Any:
+                return value if x is n else x
             for user in list(n.users):
-                user._update_args_kwargs(map_arg(user.args, lambda x: result if x is n else x),
-                                         map_arg(user.kwargs, lambda x: result if x is n else x))
+                user._update_args_kwargs(map_arg(user.args, inline), map_arg(user.kwargs, inline))
         else:
             continue   # a value the code could not spell (a list of tensors, ...): keep the node
         graph.erase_node(n)
