@@ -11,7 +11,6 @@ fast path                              readable version
 ``common.wrap`` (every kernel result)  ``Tensor._make(Storage(flat, dtype), 0, shape, strides, dtype)``
 memory accounting in ``Storage``       ``course_lib.memory._allocated`` / ``_freed``
   and ``wrap``
-``_tensor._make_plain``                ``Tensor._make`` without base and version counter
 same-dtype ``add`` / ``mul``           the general path: ``binary_result_type``, ``_apply2``, ``wrap``
   (``pointwise._same_dtype``)
 ``common.binary_result_type``          ``common.result_type``
@@ -31,7 +30,6 @@ import pytest
 import course_lib as cl
 import course_lib.nn.functional as F
 from course_lib import _dtype as D
-from course_lib import _tensor
 from course_lib import memory
 from course_lib._ops import common, pointwise
 from course_lib._storage import Storage
@@ -68,7 +66,7 @@ def assert_same_state(fast, slow, where: str = "tensor") -> None:
         elif isinstance(f, np.ndarray):
             assert isinstance(s, np.ndarray), f"{where}.{name}"
             _same_array(f, s, f"{where}.{name}")
-            if isinstance(fast, _tensor.Tensor):
+            if isinstance(fast, cl.Tensor):
                 assert np.shares_memory(f, fast._storage.data) == np.shares_memory(s, slow._storage.data), name
         else:
             assert f == s if name != "dtype" else f is s, f"{where}.{name}: {f!r} != {s!r}"
@@ -159,15 +157,6 @@ def test_storage_accounting_is_allocated_and_freed(mem_state, start, n, dtype):
     meta = Storage(None, dtype, "meta", size=n)
     del owned, meta
     assert mem_state == list(start)
-
-
-@pytest.mark.skipif(getattr(_tensor, "_make_plain", None) is None,
-                    reason="no _make_plain: kernels build their tensors with Tensor._make")
-@pytest.mark.parametrize("shape,stride,offset", [((), (), 0), ((3,), (1,), 2), ((2, 3), (1, 2), 0), ((0, 4), (4, 1), 0)])
-def test_make_plain_is_tensor_make(shape, stride, offset):
-    st = Storage(np.arange(12, dtype=np.float32), D.float32)
-    assert_same_state(_tensor._make_plain(st, offset, shape, stride, D.float32),
-                      cl.Tensor._make(st, offset, shape, stride, D.float32))
 
 
 # ---------------------------------------------------------------------------
