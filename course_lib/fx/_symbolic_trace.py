@@ -26,7 +26,7 @@ import types
 import warnings
 from typing import TYPE_CHECKING, Any, Callable
 
-from .._tensor_base import TensorBase
+from .. import Tensor
 from ..nn import Module, Parameter, Sequential
 from .graph import Graph
 from .node import Argument, has_side_effect
@@ -105,7 +105,7 @@ class Tracer(TracerBase):
                 if a is p:
                     return self.create_node("get_attr", n, (), {})
             raise NameError("parameter is not a member of this module")
-        if isinstance(a, TensorBase):
+        if isinstance(a, Tensor):
             for n_, p_ in self.root.named_buffers():
                 if a is p_:
                     return self.create_node("get_attr", n_, (), {})
@@ -113,7 +113,7 @@ class Tracer(TracerBase):
             for n_, p_ in self.root.named_modules():
                 if a is p_:
                     return self.create_node("get_attr", n_, (), {})
-        if isinstance(a, TensorBase):
+        if isinstance(a, Tensor):
             qualname = self.tensor_attrs.get(id(a))
             if not qualname:
                 qualname = self.get_fresh_qualname("_tensor_constant")
@@ -167,7 +167,7 @@ class Tracer(TracerBase):
             proxy = maybe_get_proxy(self.root.named_parameters())
             if proxy is not None:
                 return proxy
-        if isinstance(attr_val, TensorBase):
+        if isinstance(attr_val, Tensor):
             proxy = maybe_get_proxy(self.root.named_buffers())
             if proxy is not None:
                 return proxy
@@ -248,7 +248,7 @@ class Tracer(TracerBase):
 
         def collect_tensor_attrs(m: Module, prefix_atoms: list[str]) -> None:
             for k, v in m.__dict__.items():
-                if isinstance(v, TensorBase):
+                if isinstance(v, Tensor):
                     self.tensor_attrs[id(v)] = ".".join(prefix_atoms + [k])
             for k, v in m.named_children():
                 collect_tensor_attrs(v, prefix_atoms + [k])

@@ -80,7 +80,7 @@ class _OpNamespace:
     """
 
     def __getattr__(self, name: str) -> Any:
-        from .._ops.registry import OPS
+        from .. import OPS
         try:
             return OPS[name]
         except KeyError:
@@ -550,8 +550,8 @@ def _gen_python_code(nodes: list[Node], root_module: str, namespace: _Namespace,
         if isinstance(arg, tuple) and hasattr(arg, "_fields"):
             global_name = add_global(_get_qualified_name(type(arg)), type(arg))
             return f"{global_name}{repr(tuple(arg))}"
-        from .._tensor_base import TensorBase
-        if isinstance(arg, TensorBase):
+        from .. import Tensor
+        if isinstance(arg, Tensor):
             return f"course_lib.Tensor(size={list(arg.shape)}, dtype={str(arg.dtype).split('.')[-1]})"
         if isinstance(arg, tuple):
             if len(arg) == 1:

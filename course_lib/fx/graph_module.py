@@ -18,7 +18,7 @@ import itertools
 import linecache
 from typing import Any, Callable
 
-from .._tensor_base import TensorBase
+from .. import Tensor
 from ..nn import Module, Parameter
 from .graph import Graph, PythonCode
 
@@ -52,7 +52,7 @@ def _copy_attr(from_module: Module, to_module: Module, target: str) -> None:
             setattr(to_module, item, t)
         from_module, to_module = f, t
     orig = getattr(from_module, field)
-    if isinstance(orig, TensorBase) and not isinstance(orig, Parameter):
+    if isinstance(orig, Tensor) and not isinstance(orig, Parameter):
         to_module.register_buffer(field, orig)
     else:
         setattr(to_module, field, orig)
@@ -66,7 +66,7 @@ def _assign_attr(from_obj: Any, to_module: Module, target: str) -> None:
             t = Module()
             setattr(to_module, item, t)
         to_module = t
-    if isinstance(from_obj, TensorBase) and not isinstance(from_obj, Parameter):
+    if isinstance(from_obj, Tensor) and not isinstance(from_obj, Parameter):
         to_module.register_buffer(field, from_obj)
     else:
         setattr(to_module, field, from_obj)

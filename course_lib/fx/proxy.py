@@ -101,9 +101,7 @@ class TracerBase:
 
 def _is_course_lib_constant(a: Any) -> bool:
     """dtypes, devices and sizes: their repr is valid code in the generated function's globals."""
-    from .._device import device
-    from .._dtype import dtype
-    from .._size import Size
+    from .. import Size, device, dtype
     return isinstance(a, (dtype, device, Size))
 
 

@@ -24,7 +24,7 @@ import inspect
 import operator
 from typing import Any, Callable
 
-from ..._tensor_base import TensorBase
+from ... import Tensor
 from ...nn import Module
 from ...utils import TorchDispatchMode
 from ..graph import Graph
@@ -46,10 +46,10 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         self.graph = graph
         self.root = root
         self.tensor_to_node: dict[int, Node] = {}
-        self._alive: list[TensorBase] = []
+        self._alive: list[Tensor] = []
         self._n_constants = 0
 
-    def track(self, t: TensorBase, node: Node) -> None:
+    def track(self, t: Tensor, node: Node) -> None:
         """From now on ``t`` is the value of ``node`` (an in-place op moves it to its new node)."""
         self.tensor_to_node[id(t)] = node
         self._alive.append(t)
@@ -57,7 +57,7 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
 
     def node_of(self, a: Any) -> Any:
         """A node argument for ``a``: its producer node, a new constant, or ``a`` itself."""
-        if isinstance(a, TensorBase):
+        if isinstance(a, Tensor):
             node = self.tensor_to_node.get(id(a))
             if node is None:
                 name = f"_tensor_constant{self._n_constants}"
@@ -73,11 +73,11 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args)   # runs below this mode: autograd and the kernel
         node = self.graph.call_function(func, tuple(self.node_of(a) for a in args))
-        if isinstance(out, TensorBase):
+        if isinstance(out, Tensor):
             self.track(out, node)
         elif isinstance(out, (tuple, list)):
             for i, t in enumerate(out):
-                if isinstance(t, TensorBase):
+                if isinstance(t, Tensor):
                     self.track(t, self.graph.call_function(operator.getitem, (node, i)))
         return out
 
@@ -110,12 +110,12 @@ def make_fx(f: Callable) -> Callable[..., GraphModule]:
         mode = ProxyTorchDispatchMode(graph, root)
         for name, a in zip(_parameter_names(f, len(args)), args):
             placeholder = graph.placeholder(f"{name}_1")
-            if isinstance(a, TensorBase):
+            if isinstance(a, Tensor):
                 mode.track(a, placeholder)
-            elif isinstance(a, (list, tuple)) and any(isinstance(x, TensorBase) for x in a):
+            elif isinstance(a, (list, tuple)) and any(isinstance(x, Tensor) for x in a):
                 raise NotImplementedError("make_fx: pass tensors as separate arguments, not in a list")
         with mode:
             out = f(*args)
-        graph.output(mode.node_of(out) if isinstance(out, (TensorBase, list, tuple)) else out)
+        graph.output(mode.node_of(out) if isinstance(out, (Tensor, list, tuple)) else out)
         return GraphModule(root, graph, class_name=getattr(f, "__name__", "f").replace("<lambda>", "lambda_"))
     return wrapped

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._tensor_base import TensorBase
-from ...autograd.grad_mode import no_grad
+from ... import Tensor, no_grad
 from ...nn import Parameter
 from ..graph_module import GraphModule
 from ..node import Node, base_types, map_aggregate, map_arg
@@ -50,7 +49,7 @@ def constant_fold(gm: GraphModule, freeze: bool = False) -> bool:
     for n in graph.nodes:
         if n.op == "get_attr":
             attr = _fetch_attr(gm, n.target)
-            if n.target.split(".")[-1].startswith(_CONSTANT_PREFIXES) or (freeze and isinstance(attr, TensorBase)):
+            if n.target.split(".")[-1].startswith(_CONSTANT_PREFIXES) or (freeze and isinstance(attr, Tensor)):
                 values[n] = attr
 
     changed = False
@@ -68,7 +67,7 @@ def constant_fold(gm: GraphModule, freeze: bool = False) -> bool:
             else:
                 self_obj, *rest = args
                 result = getattr(self_obj, n.target)(*rest, **kwargs)
-        if isinstance(result, TensorBase):
+        if isinstance(result, Tensor):
             while hasattr(gm, f"_folded_constant{counter}"):
                 counter += 1
             name = f"_folded_constant{counter}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from ..._tensor_base import TensorBase
+from ... import Tensor
 from ..interpreter import Interpreter
 from ..node import Node, map_aggregate
 
@@ -26,7 +26,7 @@ class TensorMetadata(NamedTuple):
     stride: tuple
 
 
-def _extract_tensor_metadata(t: TensorBase) -> TensorMetadata:
+def _extract_tensor_metadata(t: Tensor) -> TensorMetadata:
     return TensorMetadata(tuple(t.shape), t.dtype, t.requires_grad, tuple(t.stride()))
 
 
@@ -38,7 +38,7 @@ class ShapeProp(Interpreter):
         found = []
 
         def extract(obj: Any) -> Any:
-            if isinstance(obj, TensorBase):
+            if isinstance(obj, Tensor):
                 found.append(True)
                 return _extract_tensor_metadata(obj)
             return obj
