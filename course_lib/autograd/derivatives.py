@@ -35,8 +35,11 @@ def derivative(op_name: str, node_name, save: dict | None = None, scalar_overloa
     returning one (PyTorch numbers overloads: ``SumBackward0`` for ``sum()``,
     ``SumBackward1`` for ``sum(dim)``).
 
-    ``save`` maps an argument name (or ``"result"``) to the inputs whose gradient needs
-    it (``ALL``: always); non-tensor arguments are always kept.  The formula returns one
+    ``save`` maps what to save to the inputs whose gradient needs it (``ALL``: always),
+    with ``derivatives.yaml``'s names: an argument (``self``), an output (``result``,
+    ``result1``, or its name in the schema), ``self_geometry`` (shape, stride and offset
+    without the values) or ``tensors_args_sizes`` (the shapes of a tensor list); see
+    ``variable_type.Derivative``.  Non-tensor arguments are always kept.  The formula returns one
     gradient per tensor argument.  The node's ``next_functions`` has one edge per tensor
     argument except indices, masks and conditions (never differentiable) and the
     arguments named in ``scalar_overload`` when they are given as Python numbers (torch
@@ -45,7 +48,6 @@ def derivative(op_name: str, node_name, save: dict | None = None, scalar_overloa
     op = OPS[op_name]
 
     def deco(formula):
-        names = {a.name for a in op.args}
         s = {}
         for k, users in (save or {}).items():
             s[k] = users
@@ -69,7 +71,6 @@ def derivative(op_name: str, node_name, save: dict | None = None, scalar_overloa
         else:
             op.autograd_spec = Derivative(op, node_name, s, formula, scalar_overload=scalar_overload)
             op.autograd = autograd_kernel
-        assert names >= {k for k in s if k != "result"}, (op_name, s)
         return formula
     return deco
 
@@ -474,7 +475,7 @@ def _maxmin(ctx, g, g_idx=None):
         return _evenly(ctx, g)
     x = ctx.self
     import course_lib as _cl
-    idx = ctx.result_indices
+    idx = ctx.result1  # max(dim) returns (values, indices)
     d = ctx.dim % max(len(x._shape), 1)
     gg = g if ctx.keepdim or not x._shape else g.unsqueeze(d)
     ii = idx if ctx.keepdim or not x._shape else idx.unsqueeze(d)
@@ -483,23 +484,8 @@ def _maxmin(ctx, g, g_idx=None):
     return _cl.zeros(x._shape, dtype=g.dtype).scatter_add(d, ii, gg)
 
 
-def _save_maxmin_indices(name):
-    # max(dim) returns (values, indices); the formula needs the indices, which are output 1.
-    op = OPS[name]
-    inner = op.autograd
-
-    def kernel(op_, args):
-        out = inner(op_, args)
-        if isinstance(out, tuple) and out[0].grad_fn is not None:
-            out[0].grad_fn._saved["result_indices"] = out[1]
-        return out
-    op.autograd = kernel
-
-
-derivative("max", _maxmin_name("Max"), save={"self": ALL, "result": ALL})(_maxmin)
-derivative("min", _maxmin_name("Min"), save={"self": ALL, "result": ALL})(_maxmin)
-_save_maxmin_indices("max")
-_save_maxmin_indices("min")
+derivative("max", _maxmin_name("Max"), save={"self": ALL, "result": ALL, "result1": ALL})(_maxmin)
+derivative("min", _maxmin_name("Min"), save={"self": ALL, "result": ALL, "result1": ALL})(_maxmin)
 
 
 @derivative("logsumexp", "LogsumexpBackward0", save={"self": ALL, "result": ALL})
@@ -674,10 +660,12 @@ derivative("diagonal", "DiagonalBackward0")(_scatter_back("diagonal"))
 derivative("unfold", "UnfoldBackward0")(_scatter_back("unfold"))
 
 
-@derivative("as_strided", "AsStridedBackward0")
+# The input's geometry, not the input: as PyTorch's AsStridedBackward0 (TensorGeometry(self)), so an
+# in-place change of the input later (CopySlices) does not invalidate the node.
+@derivative("as_strided", "AsStridedBackward0", save={"self_geometry": ALL})
 def _as_strided(ctx, g):
     import course_lib as _cl
-    shape, stride, offset, nstore = ctx._self_geometry
+    shape, stride, offset, nstore = ctx.self_geometry
     off = offset if ctx.storage_offset is None else ctx.storage_offset
     from .._ops.common import contiguous_strides
     if tuple(stride) == contiguous_strides(tuple(shape)):
@@ -694,24 +682,6 @@ class _Geometry:
     def __init__(self, shape, stride, offset, nstore):
         self._shape, self._stride, self._offset = shape, stride, offset
         self._storage = type("S", (), {"_size": nstore})()
-
-
-def _as_strided_kernel():
-    # save the input's geometry, not the input: PyTorch's AsStridedBackward0 keeps only sizes and
-    # strides, so an in-place change of the input later (CopySlices) does not invalidate it
-    op = OPS["as_strided"]
-    inner = op.autograd
-
-    def kernel(op_, args):
-        out = inner(op_, args)
-        if out.grad_fn is not None:
-            x = args[0]
-            out.grad_fn._saved["_self_geometry"] = (x._shape, x._stride, x._offset, x._storage._size)
-        return out
-    op.autograd = kernel
-
-
-_as_strided_kernel()
 
 
 @derivative("_view_scatter", "ViewScatterBackward0")
@@ -740,33 +710,18 @@ def _to_copy(ctx, g):
     return g  # cast back to the input's dtype by the engine
 
 
-@derivative("cat", "CatBackward0")
+# the formula needs every input's shape, also of inputs that don't require grad
+@derivative("cat", "CatBackward0", save={"tensors_args_sizes": ALL})
 def _cat(ctx, g):
     metas = ctx._input_meta
     nd = len(g._shape)
     d = ctx.dim % nd
     out, start = [], 0
-    for m, t in zip(metas, ctx._deriv_cat_shapes):
+    for m, t in zip(metas, ctx.tensors_args_sizes):
         size = t[d] if len(t) == nd else 0
         out.append(g.narrow(d, start, size) if m is not None else None)
         start += size
     return tuple(out)
-
-
-def _cat_kernel():
-    # cat's formula needs every input's shape, also of inputs that don't require grad
-    op = OPS["cat"]
-    inner = op.autograd
-
-    def kernel(op_, args):
-        out = inner(op_, args)
-        if out.grad_fn is not None:
-            out.grad_fn._saved["_deriv_cat_shapes"] = tuple(t._shape for t in args[0])
-        return out
-    op.autograd = kernel
-
-
-_cat_kernel()
 
 
 @derivative("stack", "StackBackward0")

@@ -21,24 +21,9 @@ def _convolution(ctx, g):
     return (gi if n[0] else None), (gw if n[1] else None), (gb if has_bias else None)
 
 
-def _mp_kernel():
-    op = OPS["max_pool2d_with_indices"]
-    inner = op.autograd
-
-    def kernel(op_, args):
-        out = inner(op_, args)
-        if out[0].grad_fn is not None:
-            out[0].grad_fn._saved["indices"] = out[1]
-        return out
-    op.autograd = kernel
-
-
-@derivative("max_pool2d_with_indices", "MaxPool2DWithIndicesBackward0", save={"self": ALL})
+@derivative("max_pool2d_with_indices", "MaxPool2DWithIndicesBackward0", save={"self": ALL, "result1": ALL})
 def _max_pool(ctx, g, g_idx=None):
-    return dispatch(OPS["max_pool2d_backward"], (g, ctx.self, ctx.indices))
-
-
-_mp_kernel()
+    return dispatch(OPS["max_pool2d_backward"], (g, ctx.self, ctx.result1))  # result1: the indices
 
 
 @derivative("avg_pool2d", "AvgPool2DBackward0", save={"self": ALL})
@@ -47,25 +32,11 @@ def _avg_pool(ctx, g):
                                                  ctx.ceil_mode, ctx.count_include_pad, ctx.divisor_override))
 
 
-def _nll_kernel():
-    op = OPS["nll_loss_forward"]
-    inner = op.autograd
-
-    def kernel(op_, args):
-        out = inner(op_, args)
-        if out[0].grad_fn is not None:
-            out[0].grad_fn._saved["total_weight"] = out[1]
-        return out
-    op.autograd = kernel
-
-
-@derivative("nll_loss_forward", "NllLossBackward0", save={"self": ALL, "target": ALL, "weight": ALL})
+@derivative("nll_loss_forward", "NllLossBackward0",
+            save={"self": ALL, "target": ALL, "weight": ALL, "total_weight": ALL})
 def _nll(ctx, g, g_tw=None):
     return (dispatch(OPS["nll_loss_backward"], (g, ctx.self, ctx.target, ctx.weight, ctx.reduction,
                                                 ctx.ignore_index, ctx.total_weight)), None, None)
-
-
-_nll_kernel()
 
 
 @derivative("embedding", "EmbeddingBackward0", save={"indices": ALL})
@@ -77,21 +48,6 @@ def _embedding(ctx, g):
 # ---------------------------------------------------------------------------
 # normalization: one fused backward node per layer
 # ---------------------------------------------------------------------------
-def _keep_outputs(op_name, names):
-    """Save extra outputs of ``op_name`` (the statistics) on its node, for the formula."""
-    op = OPS[op_name]
-    inner = op.autograd
-
-    def kernel(op_, args):
-        out = inner(op_, args)
-        node = out[0].grad_fn
-        if node is not None:
-            for i, name in enumerate(names, 1):
-                node._saved[name] = out[i].detach()
-        return out
-    op.autograd = kernel
-
-
 def _composite_norm_backward(x, g, gamma_b, axes, eps, subtract_mean=True):
     """The same formula as the fused kernel, written with differentiable ops (used when
     ``create_graph=True``, so second derivatives work)."""
@@ -116,7 +72,12 @@ def _creating_graph() -> bool:
     return grad_state.enabled
 
 
-@derivative("native_batch_norm", "NativeBatchNormBackward0", save={"input": ALL, "weight": ALL})
+# result1, result2: the batch's mean and inverse standard deviation; in eval mode the formula uses the
+# running statistics instead (saved in training too, as PyTorch does, but not read there: they are
+# updated in place by every forward)
+@derivative("native_batch_norm", "NativeBatchNormBackward0",
+            save={"input": ALL, "weight": ALL, "running_mean": ALL, "running_var": ALL, "result1": ALL,
+                  "result2": ALL})
 def _batch_norm(ctx, g, *_stats_grads):
     x, w = ctx.input, ctx.weight
     n = ctx.needs_input_grad
@@ -134,34 +95,13 @@ def _batch_norm(ctx, g, *_stats_grads):
         return dx, (g * xhat).sum(axes) if len(n) > 1 and n[1] else None, g.sum(axes) if len(n) > 2 and n[2] else None
     # in training the running statistics are not needed (and may have been updated since)
     rm, rv = (None, None) if ctx.training else (ctx.running_mean, ctx.running_var)
-    dx, dw, db = dispatch(OPS["native_batch_norm_backward"], (g, x, w, rm, rv, ctx.save_mean, ctx.save_invstd,
+    dx, dw, db = dispatch(OPS["native_batch_norm_backward"], (g, x, w, rm, rv, ctx.result1, ctx.result2,
                                                               ctx.training, ctx.eps))
     return (dx if n[0] else None), (dw if len(n) > 1 and n[1] else None), (db if len(n) > 2 and n[2] else None)
 
 
-_keep_outputs("native_batch_norm", ("save_mean", "save_invstd"))
-
-
-def _bn_eval_stats():
-    # eval mode: the formula needs the running statistics (saved with their versions)
-    from .graph import SavedTensor
-    op = OPS["native_batch_norm"]
-    inner = op.autograd
-
-    def kernel(op_, args):
-        out = inner(op_, args)
-        node = out[0].grad_fn
-        if node is not None and not args[5]:
-            node._saved["running_mean"] = SavedTensor(args[3])
-            node._saved["running_var"] = SavedTensor(args[4])
-        return out
-    op.autograd = kernel
-
-
-_bn_eval_stats()
-
-
-@derivative("native_layer_norm", "NativeLayerNormBackward0", save={"input": ALL, "weight": ALL, "bias": ALL})
+@derivative("native_layer_norm", "NativeLayerNormBackward0",
+            save={"input": ALL, "weight": ALL, "bias": ALL, "result1": ALL, "result2": ALL})  # mean, rstd
 def _layer_norm(ctx, g, *_stats_grads):
     x, w = ctx.input, ctx.weight
     n = ctx.needs_input_grad
@@ -173,14 +113,12 @@ def _layer_norm(ctx, g, *_stats_grads):
         dw = (g * xhat).sum(lead) if lead else g * xhat
         db = g.sum(lead) if lead else g
         return dx, (dw if len(n) > 1 and n[1] else None), (db if len(n) > 2 and n[2] else None)
-    dx, dw, db = dispatch(OPS["native_layer_norm_backward"], (g, x, ns, ctx.mean, ctx.rstd, w, ctx.bias))
+    dx, dw, db = dispatch(OPS["native_layer_norm_backward"], (g, x, ns, ctx.result1, ctx.result2, w, ctx.bias))
     return (dx if n[0] else None), (dw if len(n) > 1 and n[1] else None), (db if len(n) > 2 and n[2] else None)
 
 
-_keep_outputs("native_layer_norm", ("mean", "rstd"))
-
-
-@derivative("native_group_norm", "NativeGroupNormBackward0", save={"input": ALL, "weight": ALL})
+@derivative("native_group_norm", "NativeGroupNormBackward0",
+            save={"input": ALL, "weight": ALL, "result1": ALL, "result2": ALL})  # mean, rstd
 def _group_norm(ctx, g, *_stats_grads):
     x, w = ctx.input, ctx.weight
     n = ctx.needs_input_grad
@@ -195,14 +133,11 @@ def _group_norm(ctx, g, *_stats_grads):
         g3 = g.reshape(N, C, -1)
         return (dx.reshape(x.shape), (g3 * xh).sum((0, 2)) if len(n) > 1 and n[1] else None,
                 g3.sum((0, 2)) if len(n) > 2 and n[2] else None)
-    dx, dw, db = dispatch(OPS["native_group_norm_backward"], (g, x, ctx.mean, ctx.rstd, w, N, C, ctx.HxW, G))
+    dx, dw, db = dispatch(OPS["native_group_norm_backward"], (g, x, ctx.result1, ctx.result2, w, N, C, ctx.HxW, G))
     return (dx if n[0] else None), (dw if len(n) > 1 and n[1] else None), (db if len(n) > 2 and n[2] else None)
 
 
-_keep_outputs("native_group_norm", ("mean", "rstd"))
-
-
-@derivative("rms_norm_fused", "RmsNormBackward0", save={"input": ALL, "weight": ALL})
+@derivative("rms_norm_fused", "RmsNormBackward0", save={"input": ALL, "weight": ALL, "result1": ALL})  # rstd
 def _rms_norm(ctx, g, *_stats_grads):
     x, w = ctx.input, ctx.weight
     n = ctx.needs_input_grad
@@ -213,8 +148,5 @@ def _rms_norm(ctx, g, *_stats_grads):
         dx, xhat = _composite_norm_backward(x, g, w, axes, ctx.eps, subtract_mean=False)
         dw = (g * xhat).sum(lead) if lead else g * xhat
         return dx, (dw if len(n) > 1 and n[1] else None)
-    dx, dw = dispatch(OPS["rms_norm_backward"], (g, x, ns, ctx.rstd, w))
+    dx, dw = dispatch(OPS["rms_norm_backward"], (g, x, ns, ctx.result1, w))
     return (dx if n[0] else None), (dw if len(n) > 1 and n[1] else None)
-
-
-_keep_outputs("rms_norm_fused", ("rstd",))

@@ -35,33 +35,61 @@ from .graph import AccumulateGrad, Node, SavedTensor, _seq, gradient_edge
 class Derivative:
     """What ``derivatives.py`` declares for one op: node name, what to save, the formula.
 
-    ``save`` maps an argument name (or ``"result"``) to the names of the inputs whose
-    gradient needs it (``None``: always).  The plan for ``_record`` is worked out here,
-    once, so that recording a node on every op call does no name lookups.
+    ``save`` maps a name to the names of the inputs whose gradient needs it (``None``:
+    always).  The names are those of ``derivatives.yaml``:
+
+    * an argument of the op (``self``, ``other``, ``dim``, ...);
+    * ``result`` (the output), ``result1``, ``result2``, ... (the other outputs) or an
+      output's name in the schema (``total_weight``);
+    * ``<arg>_geometry``: a tensor argument's shape, stride, storage offset and storage
+      size, without its values (PyTorch's ``TensorGeometry(self)``);
+    * ``<arg>_args_sizes``: the shape of every tensor of a tensor-list argument
+      (PyTorch's ``to_args_sizes(tensors)``).
+
+    The plan for ``_record`` is worked out here, once, so that recording a node on every
+    op call does no name lookups.
     """
 
     __slots__ = ("op", "name", "save", "formula", "node_cls", "save_output", "arg_index", "diff_pos",
-                 "output_differentiable", "_plan", "_save_result", "_n_tensor", "_static_drop", "_scalar_drop")
+                 "output_differentiable", "_plan", "_save_result", "_n_tensor", "_static_drop", "_scalar_drop",
+                 "_plan_derived", "_save_outputs")
 
     def __init__(self, op, name: str, save: dict, formula, save_output: bool = False, scalar_overload=()):
         self.op = op
         self.name = name
-        self.save = save          # {arg name or "result": tuple of input names whose grad needs it, or None}
+        self.save = save          # {name (see above): tuple of input names whose grad needs it, or None}
         self.formula = formula
         self.save_output = save_output
         self.arg_index = {a.name: i for i, a in enumerate(op.args)}
         self.diff_pos = op.tensor_pos + op.tensor_list_pos
         self.node_cls = type(name, (FormulaNode,), {"__slots__": ()})
-        # (key, position in args, positions in needs_input_grad that want it, or None for "always")
+        # (key, position in args, positions in needs_input_grad that want it, or None for "always", ...)
         input_k = {op.args[i].name: k for k, i in enumerate(op.tensor_pos)}
-        plan = []
+        outputs = _output_names(op.returns)
+        plan, derived, saved_outputs = [], [], []
         for key, users in save.items():
             if key == "result":
                 continue
             ks = None if users is None else tuple(input_k[u] for u in users if u in input_k)
-            pos = self.arg_index[key]
-            plan.append((key, pos, ks, _schema_default(op.args[pos])))
+            if key in self.arg_index:
+                pos = self.arg_index[key]
+                plan.append((key, pos, ks, _schema_default(op.args[pos])))
+            elif key in outputs and outputs[key] > 0:
+                saved_outputs.append((key, outputs[key], ks))
+            elif key.startswith("result") and key[len("result"):].isdigit():
+                # an op whose schema shows one return but that returns several for some arguments
+                # (max(dim) is (values, indices): PyTorch's max.dim overload)
+                saved_outputs.append((key, int(key[len("result"):]), ks))
+            elif key.endswith("_geometry") and key[:-len("_geometry")] in self.arg_index:
+                derived.append((key, self.arg_index[key[:-len("_geometry")]], ks, _geometry))
+            elif key.endswith("_args_sizes") and key[:-len("_args_sizes")] in self.arg_index:
+                derived.append((key, self.arg_index[key[:-len("_args_sizes")]], ks, _args_sizes))
+            else:
+                raise ValueError(f"{op.name}: cannot save {key!r}: not an argument, an output, "
+                                 f"<arg>_geometry or <arg>_args_sizes")
         self._plan = tuple(plan)
+        self._plan_derived = tuple(derived)
+        self._save_outputs = tuple(saved_outputs)
         self._save_result = "result" in save
         self._n_tensor = len(op.tensor_pos)
         # Which tensor arguments get an edge in next_functions.  As in PyTorch, arguments that are
@@ -70,6 +98,29 @@ class Derivative:
         # (``x ** 2`` is pow.Tensor_Scalar: one edge; ``x * 2`` is mul.Tensor: two).
         self._static_drop = frozenset(k for k, i in enumerate(op.tensor_pos) if op.args[i].name in NON_DIFFERENTIABLE)
         self._scalar_drop = tuple((k, i) for k, i in enumerate(op.tensor_pos) if op.args[i].name in scalar_overload)
+
+
+def _output_names(returns: str) -> dict:
+    """{name: output index} for a schema's returns: ``result0``/``result1``/... and the declared names
+    (``(Tensor output, Tensor total_weight)`` also gives ``output`` and ``total_weight``)."""
+    parts = [p.strip() for p in returns.strip().strip("()").split(",") if p.strip()]
+    names = {}
+    for i, part in enumerate(parts):
+        names[f"result{i}"] = i
+        typ, _, name = part.rpartition(" ")
+        if typ and name:
+            names[name] = i
+    return names
+
+
+def _geometry(t) -> tuple:
+    """``<arg>_geometry``: (shape, stride, storage offset, storage size), without the values."""
+    return (t._shape, t._stride, t._offset, t._storage._size)
+
+
+def _args_sizes(tensors) -> tuple:
+    """``<arg>_args_sizes``: the shape of each tensor of a tensor list."""
+    return tuple(t._shape for t in tensors)
 
 
 def _schema_default(arg):
@@ -234,6 +285,10 @@ def _record(d: Derivative, args: tuple, out):
                     continue
             v = args[pos] if pos < n_args else default
             saved[key] = SavedTensor(v) if isinstance(v, T) else v
+    if d._plan_derived:
+        for key, pos, users, compute in d._plan_derived:
+            if users is None or any(needs[k] for k in users):
+                saved[key] = compute(args[pos])
     # outputs
     if out.__class__ is T:
         node._out_meta = None
@@ -254,6 +309,10 @@ def _record(d: Derivative, args: tuple, out):
                 o._requires_grad = True
         if d._save_result:
             saved["result"] = SavedTensor(outs[0], is_output=True)
+        for key, nr, users in d._save_outputs:
+            if users is None or any(needs[k] for k in users):
+                o = outs[nr]
+                saved[key] = SavedTensor(o, is_output=o.grad_fn is node) if isinstance(o, T) else o
     node._saved = saved
     return node
 
@@ -461,10 +520,8 @@ def _regenerate_views(base, also=None) -> None:
         return
     from .._ops.registry import OPS
     d = OPS["as_strided"].autograd_spec
-    geometry = (base._shape, base._stride, base._offset, base._storage._size)
     for v in targets:
-        node = _record(d, (base, v._shape, v._stride, v._offset), v)
-        node._saved["_self_geometry"] = geometry
+        _record(d, (base, v._shape, v._stride, v._offset), v)
 
 
 def _register_one(base, view) -> None:
