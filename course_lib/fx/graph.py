@@ -530,8 +530,7 @@ def _gen_python_code(nodes: list[Node], root_module: str, namespace: _Namespace,
         """Make ``obj`` reachable from the code; returns the name to use."""
         if _is_op(obj):
             return _get_qualified_name(obj)   # aten.add: through the ``aten`` global
-        if (getattr(obj, "__module__", None) or "").startswith("course_lib") and "." in name_hint \
-                and name_hint.startswith("course_lib."):
+        if name_hint.startswith("course_lib."):
             return name_hint   # course_lib.abs: reached through the ``course_lib`` global
         global_name = namespace.create_name(name_hint, obj)
         if global_name in globals_:
