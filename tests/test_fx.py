@@ -462,8 +462,19 @@ def test_keyword_only_and_default_parameters():
     gm = fx.symbolic_trace(lambda x, y=2.0: x * y)
     assert "def forward(self, x, y = 2.0):" in gm.code
     close(gm(x), x * 2.0)
-    with pytest.raises(NotImplementedError, match=r"\*args"):
-        fx.symbolic_trace(lambda *xs: xs[0])
+
+
+
+def test_star_args_and_kwargs_are_one_placeholder_each():
+    def f(x, *rest, scale=2.0, **extra):
+        return x * scale + rest[0] - extra["bias"]
+
+    gm = fx.symbolic_trace(f)
+    assert [(n.op, n.target) for n in gm.graph.find_nodes(op="placeholder")] == [
+        ("placeholder", "x"), ("placeholder", "scale"), ("placeholder", "*rest"), ("placeholder", "**extra")]
+    assert "def forward(self, x, scale = 2.0, *rest, **extra):" in gm.code
+    x = cl.randn(3)
+    close(gm(x, 1.0, x, bias=x), f(x, x, scale=1.0, bias=x))
 
 
 def test_record_stack_traces_shows_user_lines_in_print_readable():

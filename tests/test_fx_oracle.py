@@ -267,3 +267,10 @@ def test_concrete_args_code_matches_torch(torch):
     tgm = torch.fx.symbolic_trace(f, concrete_args={"flag": True, "n": 2})
     gm = fx.symbolic_trace(f, concrete_args={"flag": True, "n": 2})
     assert gm.code == tgm.code.replace("torch._assert", "course_lib.fx._assert")
+
+
+def test_star_args_code_matches_torch(torch):
+    def f(x, *rest, scale=2.0, **extra):
+        return x * scale + rest[0] - extra["bias"]
+
+    assert fx.symbolic_trace(f).code == torch.fx.symbolic_trace(f).code

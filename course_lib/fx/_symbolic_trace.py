@@ -55,6 +55,18 @@ def _assert_is_none(value: Any, msg: str) -> None:
     assert value is None, msg
 
 
+_HAS_VARSTUFF = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+
+
+def _patch_function(fn: types.FunctionType, nargs: int) -> types.FunctionType:
+    """``fn`` with every parameter made positional: keyword-only ones, ``*args`` and ``**kwargs``
+    each take one positional value (a proxy), in the order of ``co_varnames``."""
+    co = fn.__code__
+    new_code = co.replace(co_argcount=nargs, co_posonlyargcount=0, co_kwonlyargcount=0,
+                          co_flags=co.co_flags & ~_HAS_VARSTUFF)
+    return types.FunctionType(new_code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+
+
 class _PH:
     """``concrete_args`` value meaning "still a placeholder"."""
 
@@ -176,7 +188,8 @@ class Tracer(TracerBase):
     # -- the trace --------------------------------------------------------------------
     def create_args_for_root(self, root_fn: Callable, is_module: bool,
                              concrete_args: dict[str, Any] | None) -> tuple[Callable, list]:
-        """One placeholder per parameter of ``root_fn`` (``*args``/``**kwargs`` as ``*args``/``**kwargs``)."""
+        """One placeholder per parameter of ``root_fn``; ``*args`` and ``**kwargs`` are one placeholder each
+        (``*args``, ``**kwargs``), whose proxy the function indexes (``args[0]``)."""
         fn_for_analysis = inspect.unwrap(root_fn)
         co = fn_for_analysis.__code__
         total_args = co.co_argcount + co.co_kwonlyargcount
@@ -216,17 +229,15 @@ class Tracer(TracerBase):
             param = sig.parameters.get(name.lstrip("*"))
             return () if param is None or param.default is inspect.Parameter.empty else (param.default,)
 
-        if co.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
-            raise NotImplementedError("course_lib.fx.symbolic_trace does not trace *args or **kwargs parameters: "
-                                      "give each input a name")
         arg_names = [next(names_iter) for _ in range(skip_arg_idx, total_args)]
-        values = [proxy_placeholder(n) for n in arg_names]
-        n_positional = co.co_argcount - skip_arg_idx
-        args.extend(values[:n_positional])
-        kwonly = dict(zip(arg_names[n_positional:], values[n_positional:]))
-        if not kwonly:
-            return root_fn, args
-        return functools.wraps(root_fn)(lambda *positional: root_fn(*positional, **kwonly)), args
+        args.extend(proxy_placeholder(n) for n in arg_names)
+        if co.co_kwonlyargcount > 0 or co.co_flags & _HAS_VARSTUFF:
+            if co.co_flags & inspect.CO_VARARGS:
+                args.append(proxy_placeholder("*" + next(names_iter)))
+            if co.co_flags & inspect.CO_VARKEYWORDS:
+                args.append(proxy_placeholder("**" + next(names_iter)))
+            root_fn = _patch_function(root_fn, len(args))
+        return root_fn, args
 
     def trace(self, root: Module | Callable, concrete_args: dict[str, Any] | None = None) -> Graph:
         """Trace ``root`` (a module's ``forward`` or a function) and return its ``Graph``."""

@@ -657,7 +657,8 @@ def _gen_python_code(nodes: list[Node], root_module: str, namespace: _Namespace,
 
     # A default before a required parameter (``def f(x, y=2.0, *, z)`` traced) is not valid Python:
     # such defaults are dropped, those after the last required parameter kept.
-    last_required = max((i for i, d in enumerate(defaults) if not d), default=-1)
+    last_required = max((i for i, d in enumerate(defaults) if not d and not free_vars[i].startswith("*")),
+                        default=-1)
     params = [v if i < last_required else v + defaults[i] for i, v in enumerate(free_vars)]
     if not params or params[0] != "self":
         params.insert(0, "self")
