@@ -245,8 +245,11 @@ def test_make_fx_node_names_and_ops_match_torch(torch):
     from course_lib.fx.experimental.proxy_tensor import make_fx
 
     def make(lib):
+        lin = lib.nn.Linear(5, 2).double()
+        c = lib.ones(2, dtype=lib.float64)
+
         def f(x, y):
-            return ((x @ y.t()).relu() * 2).sum() + x.exp().sum(dim=1).mean()
+            return ((x @ y.t()).relu() * 2).sum() + x.exp().sum(dim=1).mean() + lin(x @ y.t()) + c
         return f
 
     rng = np.random.default_rng(0)
@@ -256,8 +259,10 @@ def test_make_fx_node_names_and_ops_match_torch(torch):
     assert [(n.op, n.name) for n in gm.graph.nodes] == [(n.op, n.name) for n in tgm.graph.nodes]
     assert [n.target.name for n in gm.graph.nodes if n.op == "call_function"] == [
         str(n.target).split(".")[1] for n in tgm.graph.nodes if n.op == "call_function"]
-    np.testing.assert_allclose(gm(cl.tensor(x), cl.tensor(y)).numpy(),
-                               tgm(torch.tensor(x), torch.tensor(y)).numpy(), rtol=1e-12)
+    for name in ("_param_constant0", "_param_constant1"):
+        getattr(gm, name).data = cl.tensor(getattr(tgm, name).detach().numpy())
+    np.testing.assert_allclose(gm(cl.tensor(x), cl.tensor(y)).detach().numpy(),
+                               tgm(torch.tensor(x), torch.tensor(y)).detach().numpy(), rtol=1e-12)
 
 
 def test_concrete_args_code_matches_torch(torch):

@@ -14,8 +14,8 @@ positionally in schema order, defaults included, so a node reads
 ``aten.add(x_1, y_1, 1)``.  Placeholders are named after ``f``'s parameters plus ``_1``,
 as in PyTorch.
 
-A tensor the function did not receive and did not compute (a module's weight, a
-global) becomes a ``get_attr`` of ``_tensor_constant<i>``; a non-tensor argument is
+A tensor the function did not receive and did not compute becomes a ``get_attr`` of
+``_param_constant<i>`` (a parameter, such as a module's weight) or ``_tensor_constant<i>``; a non-tensor argument is
 a placeholder whose value the graph does not use (it was specialised).
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ import operator
 from typing import Any, Callable
 
 from ... import Tensor
-from ...nn import Module
+from ...nn import Module, Parameter
 from ...utils import TorchDispatchMode
 from ..graph import Graph
 from ..graph_module import GraphModule
@@ -47,7 +47,7 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         self.root = root
         self.tensor_to_node: dict[int, Node] = {}
         self._alive: list[Tensor] = []
-        self._n_constants = 0
+        self._n_constants = {"_param_constant": 0, "_tensor_constant": 0}
 
     def track(self, t: Tensor, node: Node) -> None:
         """From now on ``t`` is the value of ``node`` (an in-place op moves it to its new node)."""
@@ -60,8 +60,9 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         if isinstance(a, Tensor):
             node = self.tensor_to_node.get(id(a))
             if node is None:
-                name = f"_tensor_constant{self._n_constants}"
-                self._n_constants += 1
+                prefix = "_param_constant" if isinstance(a, Parameter) else "_tensor_constant"
+                name = f"{prefix}{self._n_constants[prefix]}"
+                self._n_constants[prefix] += 1
                 setattr(self.root, name, a)
                 node = self.graph.get_attr(name)
                 self.track(a, node)
