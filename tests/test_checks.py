@@ -406,3 +406,28 @@ def test_grader_loads_checks_without_touching_the_registry():
     before = dict(checks._REGISTRY)
     found = checks.load_checks_source("00", source, str(CHAPTERS / "00_welcome" / "checks.py"))
     assert set(found) == {"00.1", "00.2", "00.3"} and checks._REGISTRY == before
+
+
+def test_probes_stop_at_the_time_budget_and_never_pass():
+    """When graded, every trial runs; one that runs past the check's budget is stopped, the rest are skipped."""
+    import json
+    import time
+
+    from course.checks import judge, run_probes, trials_payload
+
+    ex = get_exercise("00.1")
+    trials = ex.trials(3)
+
+    def slow_at_15(n):
+        if n == 15:
+            time.sleep(30)
+        return "FizzBuzz" if n % 15 == 0 else "Fizz" if n % 3 == 0 else "Buzz" if n % 5 == 0 else str(n)
+
+    t0 = time.monotonic()
+    text = run_probes("00.1", slow_at_15, trials_payload(ex, trials), budget=1.0)
+    assert time.monotonic() - t0 < 5
+    statuses = [r["status"] for r in json.loads(text)["results"]]
+    k = [t.args for t in trials].index((15,))
+    assert statuses == ["ok"] * k + ["raised"] + ["skipped"] * (len(trials) - k - 1)
+    with pytest.raises(CheckFailure, match=rf"case {k + 1}/{len(trials)} failed[\s\S]*time budget of 1 s"):
+        judge(ex, trials, text)

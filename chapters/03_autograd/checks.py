@@ -1,34 +1,33 @@
 """Checks for chapter 03 (autograd).
 
-Expected values come from course_lib's own autograd (``course_lib.autograd.grad``)
-or from literals; the learner's object is only ever the thing being tested.
-Tensors are compared as nested lists of floats with a small tolerance, so a
-failure message shows numbers, not reprs.
+Expected values come from course_lib's own autograd (``course_lib.autograd.grad``),
+from the reference engine loop below (03.8, on the chapter's scalar ``Var``) or from
+literals; the learner's object is only ever the thing being tested. Probes (the
+functions taking the learner's object first) run in the kernel and return numbers:
+tensors as nested lists of floats, graphs as node indices and edges, side effects as
+observations, which the judge compares with a small tolerance.
 """
 from __future__ import annotations
 
 import math
 from typing import Any, Callable
 
-from course.checks import Case, exercise
+import numpy as np
+
+import course_lib as cl
+from course_lib.autograd import engine as _engine
+
+from course.checks import call, exercise, probe
 
 # ---------------------------------------------------------------- helpers
 
 
-def _cl():
-    import course_lib
-
-    return course_lib
-
-
 def _t(data) -> Any:
-    return _cl().tensor(data, dtype=_cl().float64)
+    return cl.tensor(data, dtype=cl.float64)
 
 
 def _values(x) -> Any:
     """A tensor, numpy array or number as nested lists of floats (None stays None)."""
-    import numpy as np
-
     if x is None:
         return None
     if isinstance(x, (tuple, list)) and not isinstance(x, np.ndarray):
@@ -46,15 +45,13 @@ def _shape_of(v) -> tuple:
 
 
 def _close(rtol=1e-6, atol=1e-8) -> Callable[[Any, Any], bool]:
-    import numpy as np
-
     def cmp(got, expected) -> bool:
         if expected is None or got is None:
             return got is None and expected is None
         if isinstance(expected, tuple):
             return isinstance(got, tuple) and len(got) == len(expected) and all(
                 cmp(g, e) for g, e in zip(got, expected))
-        if isinstance(got, tuple):
+        if isinstance(got, tuple) or not isinstance(got, (list, float, int)) or isinstance(got, bool):
             return False
         if _shape_of(got) != _shape_of(expected):
             return False
@@ -73,19 +70,31 @@ def _label(name: str, *args) -> str:
 
 def _ref_grads(f: Callable, inputs: list, grad) -> tuple:
     """d f(*inputs) / d inputs, weighted by ``grad``, with course_lib's autograd."""
-    cl = _cl()
     leaves = [x.detach().clone().requires_grad_() for x in inputs]
     out = f(*leaves)
     gs = cl.autograd.grad(out, leaves, grad, allow_unused=True)
     return tuple(_values(g) for g in gs)
 
 
-def _formula_case(fn, name: str, args: tuple, expected) -> Case:
-    import copy
+def _values_of(fn, *args):
+    """Probe: the learner's result as nested lists of floats."""
+    return _values(fn(*args))
 
-    def run():
-        return _values(fn(*copy.deepcopy(args)))
-    return Case(_label(name, *args), run, expected, compare=_close())
+
+def _normal(rng, shape, low: float | None = None) -> Any:
+    """A float64 tensor of `shape` with values drawn from `rng`, rounded to 2 decimals (|v| >= low if given)."""
+    v = rng.standard_normal(shape).round(2)
+    if low is not None:
+        v = np.where(np.abs(v) < low, np.sign(v + 1e-9) * (low + np.abs(v)), v)
+    return cl.tensor(np.asarray(v, dtype=np.float64), dtype=cl.float64)
+
+
+def _random_shape(rng, max_dims: int = 3) -> tuple:
+    return tuple(int(n) for n in rng.integers(1, 4, size=int(rng.integers(0, max_dims + 1))))
+
+
+def _formula_trial(name: str, args: tuple, expected):
+    return probe(_values_of, *args, expected=expected, compare=_close(), label=_label(name, *args))
 
 
 # ---------------------------------------------------------------- 03.1 mul
@@ -98,16 +107,26 @@ _MUL = [
 ]
 
 
+def _formula_trials(rng, name: str, table: list, f: Callable, low: float | None = None,
+                    positive: bool = False) -> list:
+    """Trials for a backward formula of ``f`` (one or two inputs): the table, then three random shapes."""
+    rows = [tuple(_t(v) for v in row) for row in table]
+    n_in = len(table[0]) - 1
+    for _ in range(3):
+        shape = _random_shape(rng)
+        row = [_normal(rng, shape)] + [_normal(rng, shape, low) for _ in range(n_in)]
+        if positive:
+            row[1:] = [x.abs() + 0.1 for x in row[1:]]
+        rows.append(tuple(row))
+    return [_formula_trial(name, row, _ref_grads(f, list(row[1:]), row[0]) if n_in > 1
+                           else _ref_grads(f, list(row[1:]), row[0])[0]) for row in rows]
+
+
 @exercise("03.1", title="mul_backward", points=1,
           hint="z = x * y, so dz/dx = y and dz/dy = x; multiply each by the incoming grad and return "
                "(grad_x, grad_y) in that order.")
-def _mul_backward(mul_backward):
-    out = []
-    for g, x, y in _MUL:
-        args = (_t(g), _t(x), _t(y))
-        out.append(_formula_case(mul_backward, "mul_backward", args,
-                                 _ref_grads(lambda a, b: a * b, [args[1], args[2]], args[0])))
-    return out
+def _mul_backward(rng):
+    return _formula_trials(rng, "mul_backward", _MUL, lambda a, b: a * b)
 
 
 # ---------------------------------------------------------------- 03.2 div
@@ -122,13 +141,8 @@ _DIV = [
 
 @exercise("03.2", title="div_backward", points=1,
           hint="z = x / y: dz/dx = 1 / y and dz/dy = -x / y**2; multiply both by grad.")
-def _div_backward(div_backward):
-    out = []
-    for g, x, y in _DIV:
-        args = (_t(g), _t(x), _t(y))
-        out.append(_formula_case(div_backward, "div_backward", args,
-                                 _ref_grads(lambda a, b: a / b, [args[1], args[2]], args[0])))
-    return out
+def _div_backward(rng):
+    return _formula_trials(rng, "div_backward", _DIV, lambda a, b: a / b, low=0.2)
 
 
 # ---------------------------------------------------------------- 03.3 log
@@ -143,13 +157,8 @@ _LOG = [
 
 @exercise("03.3", title="log_backward", points=1,
           hint="d log(x)/dx = 1/x: return grad / x (one tensor, not a tuple).")
-def _log_backward(log_backward):
-    out = []
-    for g, x in _LOG:
-        args = (_t(g), _t(x))
-        out.append(_formula_case(log_backward, "log_backward", args,
-                                 _ref_grads(lambda a: a.log(), [args[1]], args[0])[0]))
-    return out
+def _log_backward(rng):
+    return _formula_trials(rng, "log_backward", _LOG, lambda a: a.log(), positive=True)
 
 
 # ---------------------------------------------------------------- 03.4 unbroadcast
@@ -168,7 +177,6 @@ _UNBROADCAST = [
 
 
 def _grad_of(shape):
-    cl = _cl()
     n = 1
     for s in shape:
         n *= s
@@ -178,16 +186,19 @@ def _grad_of(shape):
 @exercise("03.4", title="unbroadcast", points=2,
           hint="first sum away the leading dims that broadcasting added (grad.dim() - len(shape) of them), then "
                "sum with keepdim=True every dim where shape has a 1 but grad does not.")
-def _unbroadcast(unbroadcast):
-    cl = _cl()
+def _unbroadcast(rng):
+    table = list(_UNBROADCAST)
+    for _ in range(4):  # a random grad shape; the input's: some leading dims dropped, some sizes set to 1
+        gshape = tuple(int(n) for n in rng.integers(2, 5, size=int(rng.integers(1, 5))))
+        shape = tuple(1 if rng.random() < 0.4 else n for n in gshape[int(rng.integers(0, len(gshape) + 1)):])
+        table.append((gshape, shape))
     out = []
-    for gshape, shape in _UNBROADCAST:
-        g = _grad_of(gshape)
+    for gshape, shape in table:
+        g = _grad_of(gshape) if rng.random() < 0.5 else _normal(rng, gshape)
         x = cl.zeros(shape, dtype=cl.float64)
         expected = _ref_grads(lambda a: a.expand(gshape) * 1, [x], g)[0]
-        out.append(Case(f"unbroadcast(grad of shape {gshape}, {shape})",
-                        lambda g=g, shape=shape: _values(unbroadcast(g.clone(), shape)), expected,
-                        compare=_close()))
+        out.append(probe(_values_of, g, shape, expected=expected, compare=_close(),
+                         label=f"unbroadcast(grad of shape {gshape}, {shape})"))
     return out
 
 
@@ -211,18 +222,24 @@ _SUM = [
 @exercise("03.5", title="sum_backward", points=2,
           hint="every input element contributes once to its sum, so its gradient is the grad of that sum: put "
                "the reduced dims back as size 1 (unsqueeze, unless keepdim) and expand to input_shape.")
-def _sum_backward(sum_backward):
-    cl = _cl()
+def _sum_backward(rng):
+    table = list(_SUM)
+    for _ in range(4):  # a random shape, a random set of dims (some written negative), keepdim or not
+        shape = tuple(int(n) for n in rng.integers(1, 5, size=int(rng.integers(1, 5))))
+        k = int(rng.integers(1, len(shape) + 1))
+        dims = [int(d) - (len(shape) if rng.random() < 0.5 else 0) for d in rng.permutation(len(shape))[:k]]
+        dim = dims[0] if k == 1 and rng.random() < 0.5 else tuple(dims)
+        table.append((shape, dim, bool(rng.random() < 0.5)))
     out = []
-    for shape, dim, keepdim in _SUM:
+    for shape, dim, keepdim in table:
         x = cl.zeros(shape, dtype=cl.float64)
         fwd = (lambda a, dim=dim, keepdim=keepdim: a.sum() if dim is None else a.sum(dim, keepdim=keepdim))
         gshape = tuple(fwd(x).shape)
-        g = _grad_of(gshape)
+        g = _grad_of(gshape) if rng.random() < 0.5 else _normal(rng, gshape)
         expected = _ref_grads(fwd, [x], g)[0]
-        out.append(Case(f"sum_backward(grad of shape {gshape}, input_shape={shape}, dim={dim}, keepdim={keepdim})",
-                        lambda g=g, shape=shape, dim=dim, keepdim=keepdim: _values(
-                            sum_backward(g.clone(), shape, dim, keepdim)), expected, compare=_close()))
+        out.append(probe(_values_of, g, shape, dim, keepdim, expected=expected, compare=_close(),
+                         label=f"sum_backward(grad of shape {gshape}, input_shape={shape}, dim={dim}, "
+                               f"keepdim={keepdim})"))
     return out
 
 
@@ -233,47 +250,92 @@ _MM = [((2, 3), (3, 4)), ((1, 2), (2, 1)), ((3, 1), (1, 3)), ((4, 4), (4, 2))]
 
 @exercise("03.6", title="matmul_backward", points=2,
           hint="C = A @ B: dA = grad @ B.T and dB = A.T @ grad. Check the shapes: dA must be A's shape.")
-def _matmul_backward(matmul_backward):
-    import numpy as np
-
-    cl = _cl()
-    rng = np.random.default_rng(3)
+def _matmul_backward(rng):
+    shapes = list(_MM)
+    for _ in range(3):
+        n, k, m = (int(v) for v in rng.integers(1, 6, size=3))
+        shapes.append(((n, k), (k, m)))
     out = []
-    for sa, sb in _MM:
-        a = cl.tensor(rng.standard_normal(sa).round(2), dtype=cl.float64)
-        b = cl.tensor(rng.standard_normal(sb).round(2), dtype=cl.float64)
-        g = cl.tensor(rng.standard_normal((sa[0], sb[1])).round(2), dtype=cl.float64)
-        out.append(_formula_case(matmul_backward, "matmul_backward", (g, a, b),
-                                 _ref_grads(lambda x, y: x @ y, [a, b], g)))
+    for sa, sb in shapes:
+        a, b, g = _normal(rng, sa), _normal(rng, sb), _normal(rng, (sa[0], sb[1]))
+        out.append(_formula_trial("matmul_backward", (g, a, b), _ref_grads(lambda x, y: x @ y, [a, b], g)))
     return out
+
+
+# ---------------------------------------------------------------- programs: graphs built from a list of ops
+# A program is a list of ops, each ("op", i, j) or ("op", i) with i, j indices of earlier values (the inputs
+# come first); its last value is the output. The same program builds a course_lib graph (03.7) or a graph of
+# the chapter's Var (03.8), in the kernel and in the grader alike.
+
+_UNARY = ("sin", "log")
+_BINARY = ("add", "mul")
+
+
+def _random_program(rng, n_inputs: int, n_ops: int) -> list:
+    ops = []
+    for k in range(n_ops):
+        avail = n_inputs + k
+        if rng.random() < 0.35:
+            ops.append((_UNARY[int(rng.random() < 0.3)], int(rng.integers(0, avail))))
+        else:
+            # lean on recent values, so the graph is deep and values are reused (diamonds)
+            i = int(rng.integers(max(0, avail - 4), avail))
+            ops.append((_BINARY[int(rng.integers(0, 2))], i, int(rng.integers(0, avail))))
+    return ops
+
+
+def _run_program(program: list, values: list) -> Any:
+    values = list(values)
+    for op in program:
+        a = values[op[1]]
+        if op[0] == "add":
+            values.append(a + values[op[2]])
+        elif op[0] == "mul":
+            values.append(a * values[op[2]])
+        elif op[0] == "log":
+            values.append((a * a + 1.0).log() if not isinstance(a, Var) else (a * a + Var(1.0)).log())
+        else:
+            values.append(getattr(a, op[0])())
+    return values[-1]
 
 
 # ---------------------------------------------------------------- 03.7 topological_sort
 
 def _graphs():
-    """(label, root node) of a few backward graphs, built with course_lib."""
-    cl = _cl()
-    out = []
-    x1 = cl.tensor(2.0, requires_grad=True)
-    x2 = cl.tensor(3.0, requires_grad=True)
-    out.append(("the seed example log(x1*x2)*sin(x2)", (cl.log(x1 * x2) * cl.sin(x2)).grad_fn))
-    x = cl.tensor(1.0, requires_grad=True)
-    a = x * 2
-    out.append(("diamond: a=x*2; a.sin()+a.exp()+a*a", (a.sin() + a.exp() + a * a).grad_fn))
-    b = x * 3
-    out.append(("skip connection: b=x*3; b + b.exp().sin()", (b + b.exp().sin()).grad_fn))
-    y = x
-    for _ in range(30):
-        y = y + y
-    out.append(("ladder: y=y+y thirty times", y.grad_fn))
-    y = x
-    for _ in range(3000):
-        y = y * 1.0
-    out.append(("chain of 3000 muls (no recursion!)", y.grad_fn))
-    w = cl.ones(3, requires_grad=True)
-    h = (w * 2).relu()
-    out.append(("two outputs reused: h=(w*2).relu(); (h*h).sum()+h.sum()", ((h * h).sum() + h.sum()).grad_fn))
-    return out
+    """(label, build() -> root node) of a few backward graphs, built with course_lib."""
+    def seed():
+        x1 = cl.tensor(2.0, requires_grad=True)
+        x2 = cl.tensor(3.0, requires_grad=True)
+        return (cl.log(x1 * x2) * cl.sin(x2)).grad_fn
+
+    def diamond():
+        a = cl.tensor(1.0, requires_grad=True) * 2
+        return (a.sin() + a.exp() + a * a).grad_fn
+
+    def skip():
+        b = cl.tensor(1.0, requires_grad=True) * 3
+        return (b + b.exp().sin()).grad_fn
+
+    def ladder():
+        y = cl.tensor(1.0, requires_grad=True)
+        for _ in range(30):
+            y = y + y
+        return y.grad_fn
+
+    def chain():
+        y = cl.tensor(1.0, requires_grad=True)
+        for _ in range(3000):
+            y = y * 1.0
+        return y.grad_fn
+
+    def two_outputs():
+        h = (cl.ones(3, requires_grad=True) * 2).relu()
+        return ((h * h).sum() + h.sum()).grad_fn
+
+    return {"the seed example log(x1*x2)*sin(x2)": seed, "diamond: a=x*2; a.sin()+a.exp()+a*a": diamond,
+            "skip connection: b=x*3; b + b.exp().sin()": skip, "ladder: y=y+y thirty times": ladder,
+            "chain of 3000 muls (no recursion!)": chain,
+            "two outputs reused: h=(w*2).relu(); (h*h).sum()+h.sum()": two_outputs}
 
 
 def _reachable(root) -> list:
@@ -288,41 +350,65 @@ def _reachable(root) -> list:
     return out
 
 
-def _order_problem(root, order) -> str:
-    """'' if ``order`` is a valid backward order of the graph below ``root``, else what is wrong."""
-    if not isinstance(order, list):
-        return f"expected a list of nodes, got {type(order).__name__}"
+def _sorted_graph(fn, name: str | None, program: list | None, n_inputs: int = 0) -> dict:
+    """Probe: build graph `name` (or `program` over scalar inputs), run the learner's topological_sort on its
+    root; the graph as data: node names, edges (i -> j, i passes gradient to j) and the order as node indices
+    (-1 for anything that is not a node of the graph)."""
+    if program is not None:
+        xs = [cl.tensor(0.3 + 0.2 * k, dtype=cl.float64, requires_grad=True) for k in range(n_inputs)]
+        root = _run_program(program, xs).grad_fn
+    else:
+        root = _graphs()[name]()
     nodes = _reachable(root)
-    pos = {}
+    index = {id(n): i for i, n in enumerate(nodes)}
+    edges = [(index[id(n)], index[id(nxt)]) for n in nodes for nxt, _ in n.next_functions if nxt is not None]
+    order = fn(root)
+    if not isinstance(order, list):
+        return {"names": [type(n).__name__ for n in nodes], "edges": edges, "order": type(order).__name__}
+    return {"names": [type(n).__name__ for n in nodes], "edges": edges,
+            "order": [index.get(id(n), -1) for n in order]}
+
+
+def _order_problem(got, expected=None) -> bool | str:
+    """True if got["order"] is a valid backward order of the graph, else what is wrong."""
+    names, edges, order = got["names"], got["edges"], got["order"]
+    if not isinstance(order, list):
+        return f"expected a list of nodes, got {order}"
+    pos: dict = {}
     for i, n in enumerate(order):
-        if id(n) in pos:
-            return f"{type(n).__name__} appears twice (at {pos[id(n)]} and {i})"
-        pos[id(n)] = i
-    missing = [type(n).__name__ for n in nodes if id(n) not in pos]
+        if n == -1:
+            return f"position {i} holds something that is not a node of the graph"
+        if n in pos:
+            return f"{names[n]} appears twice (at {pos[n]} and {i})"
+        pos[n] = i
+    missing = [names[n] for n in range(len(names)) if n not in pos]
     if missing:
         return f"missing {len(missing)} node(s), e.g. {missing[0]}"
-    if len(order) != len(nodes):
-        return f"{len(order) - len(nodes)} node(s) that are not in the graph"
-    if order[0] is not root:
+    if order[0] != 0:
         return "the root (output's grad_fn) must come first"
-    for n in nodes:
-        for nxt, _ in n.next_functions:
-            if nxt is not None and pos[id(nxt)] < pos[id(n)]:
-                return (f"{type(nxt).__name__} (position {pos[id(nxt)]}) comes before {type(n).__name__} "
-                        f"(position {pos[id(n)]}), which passes it a gradient")
-    return ""
+    for a, b in edges:
+        if pos[b] < pos[a]:
+            return (f"{names[b]} (position {pos[b]}) comes before {names[a]} (position {pos[a]}), "
+                    "which passes it a gradient")
+    return True
+
+
+_ENGINE_HELPERS = {f"course_lib.autograd.engine.{n}": getattr(_engine, n)
+                   for n in ("_collect", "run_backward") if hasattr(_engine, n)}
 
 
 @exercise("03.7", title="topological_sort", points=3,
           hint="count, for every node, how many edges point into it (one pass over next_functions); start "
                "from the root; a node goes into the order when its count drops to 0. Use a list as a stack, not "
-               "recursion: graphs can be thousands of nodes deep.")
-def _topological_sort(topological_sort):
-    out = []
-    for label, root in _graphs():
-        def run(root=root):
-            return _order_problem(root, topological_sort(root)) or "a valid order"
-        out.append(Case(f"topological_sort(<{label}>)", run, "a valid order"))
+               "recursion: graphs can be thousands of nodes deep.", forbid=_ENGINE_HELPERS)
+def _topological_sort(rng):
+    out = [probe(_sorted_graph, name, None, expected="a valid order", compare=_order_problem,
+                 label=f"topological_sort(<{name}>)") for name in _graphs()]
+    for _ in range(3):
+        n_inputs = int(rng.integers(1, 4))
+        program = _random_program(rng, n_inputs, int(rng.integers(8, 30)))
+        out.append(probe(_sorted_graph, None, program, n_inputs, expected="a valid order", compare=_order_problem,
+                         label=f"topological_sort(<random program of {len(program)} ops on {n_inputs} input(s)>)"))
     return out
 
 
@@ -483,6 +569,117 @@ def _within_budget(root, fn) -> None:
         _Visits.left = None
 
 
+def _reference_backward(root) -> None:
+    """The engine loop, done right: the reference the judge computes expected gradients with."""
+    users: dict = {}
+    stack, seen = [root], {id(root)}
+    while stack:
+        n = stack.pop()
+        for p in n._parents:
+            users[id(p)] = users.get(id(p), 0) + 1
+            if id(p) not in seen:
+                seen.add(id(p))
+                stack.append(p)
+    grads = {id(root): 1.0}
+    ready = [root]
+    while ready:
+        n = ready.pop()
+        g = grads.pop(id(n), 0.0)
+        n.grad += g
+        for p, local in zip(n._parents, n.local_grads):
+            grads[id(p)] = grads.get(id(p), 0.0) + local * g
+            users[id(p)] -= 1
+            if users[id(p)] == 0:
+                ready.append(p)
+
+
+def _programs():
+    """{label: build() -> (root, leaves)}."""
+    def seed():
+        x1, x2 = Var(2.0), Var(3.0)
+        return (x1 * x2).log() * x2.sin(), [x1, x2]
+
+    def diamond():
+        x = Var(1.5)
+        a = x * Var(2.0)
+        return a.sin() + a * a + a.log(), [x]
+
+    def reuse():
+        x = Var(0.5)
+        y = x
+        for _ in range(20):
+            y = y + y
+        return y, [x]
+
+    def ladder():
+        x = Var(0.5)
+        y = x
+        for _ in range(40):
+            y = y + y
+        return y, [x]
+
+    def deep_diamonds():
+        x = Var(0.3)
+        a = x
+        for _ in range(40):
+            a = a.sin() + a * Var(0.5)
+        return a, [x]
+
+    def chain():
+        x = Var(1.0)
+        y = x
+        for _ in range(3000):
+            y = y * Var(1.0)
+        return y, [x]
+
+    def shared_leaf():
+        x, w = Var(2.0), Var(-1.0)
+        h = x * w
+        return h * h + h * x + w, [x, w]
+
+    return {"seed example": seed, "diamond a=x*2; a.sin()+a*a+a.log()": diamond, "y=y+y twenty times": reuse,
+            "y=y+y forty times: 2**40 paths, 41 nodes": ladder, "a = a.sin() + a*0.5, forty diamonds deep": deep_diamonds,
+            "chain of 3000 products": chain, "h=x*w; h*h+h*x+w": shared_leaf}
+
+
+def _count_nodes(root) -> int:
+    seen, stack = {id(root)}, [root]
+    while stack:
+        for p in stack.pop()._parents:
+            if id(p) not in seen:
+                seen.add(id(p))
+                stack.append(p)
+    return len(seen)
+
+
+def _within_budget(root, fn) -> None:
+    """``fn(root)`` with a budget of parent reads proportional to the graph's size (see ``_Visits``)."""
+    n = _count_nodes(root)
+    _Visits.nodes, _Visits.limit = n, 20 * n + 100
+    _Visits.left = _Visits.limit
+    try:
+        fn(root)
+    finally:
+        _Visits.left = None
+
+
+def _build(name: str | None, program: list | None, inputs: list | None) -> tuple:
+    if program is None:
+        return _programs()[name]()
+    leaves = [Var(v) for v in inputs]
+    return _run_program(program, leaves), leaves
+
+
+def _leaf_grads(fn, name: str | None, program: list | None = None, inputs: list | None = None,
+                times: int = 1) -> list:
+    """Probe: build the graph, run the learner's run_backward on its root `times` times (each within the
+    budget of parent reads), return the leaves' grads."""
+    root, leaves = _build(name, program, inputs)
+    for _ in range(times):
+        _within_budget(root, fn)
+    return [lf.grad for lf in leaves]
+
+
 def _seed_nodes() -> tuple:
     """The seed example with a name for every Var: (root, [(name, var), ...]) root first."""
     x1, x2 = Var(2.0), Var(3.0)
@@ -490,6 +687,13 @@ def _seed_nodes() -> tuple:
     y1, y2 = a.log(), x2.sin()
     w = y1 * y2
     return w, [("root w", w), ("y1", y1), ("y2", y2), ("a", a), ("x1", x1), ("x2", x2)]
+
+
+def _every_grad(fn) -> list:
+    """Probe: run_backward on the seed example; the grad of every Var, the root's first."""
+    root, named = _seed_nodes()
+    _within_budget(root, fn)
+    return [(name, v.grad) for name, v in named]
 
 
 def _close_pairs(got, expected) -> bool:
@@ -500,8 +704,8 @@ def _close_pairs(got, expected) -> bool:
                for g, e in zip(got, expected))
 
 
-def _expected(build) -> list:
-    root, leaves = build()
+def _expected(name: str | None, program: list | None = None, inputs: list | None = None) -> list:
+    root, leaves = _build(name, program, inputs)
     _reference_backward(root)
     return [lf.grad for lf in leaves]
 
@@ -510,56 +714,48 @@ def _expected(build) -> list:
           hint="count each node's users (edges into it) first; then a ready list, starting with the root and "
                "gradient 1. Keep this pass's gradients in a dict keyed by id(node): when a node is popped, add "
                "its total into node.grad and local_grad * total into each parent's entry; a parent whose "
-               "count drops to 0 is ready. Never recurse; never zero existing grads.")
-def _run_backward(run_backward):
-    out = []
-    for label, build in _programs():
-        expected = _expected(build)
-
-        def run(build=build):
-            root, leaves = build()
-            _within_budget(root, run_backward)
-            return [lf.grad for lf in leaves]
-        out.append(Case(f"run_backward(<{label}>); leaf grads", run, expected, compare=_close(1e-9, 1e-9)))
-
-    def every_node():
-        root, named = _seed_nodes()
-        _within_budget(root, run_backward)
-        return [(name, v.grad) for name, v in named]
+               "count drops to 0 is ready. Never recurse; never zero existing grads.",
+          forbid={"the checks' reference engine": _reference_backward, **_ENGINE_HELPERS,
+                  "cl.autograd.backward": cl.autograd.backward, "cl.autograd.grad": cl.autograd.grad})
+def _run_backward(rng):
+    out = [probe(_leaf_grads, name, expected=_expected(name), compare=_close(1e-9, 1e-9),
+                 label=f"run_backward(<{name}>); leaf grads") for name in _programs()]
+    for _ in range(3):
+        n_inputs = int(rng.integers(1, 4))
+        program = _random_program(rng, n_inputs, int(rng.integers(10, 40)))
+        inputs = [float(v) for v in rng.uniform(0.2, 1.2, size=n_inputs).round(3)]
+        out.append(probe(_leaf_grads, None, program, inputs, expected=_expected(None, program, inputs),
+                         compare=_close(1e-9, 1e-9),
+                         label=f"run_backward(<random program of {len(program)} ops on inputs {inputs}>); leaf grads"))
     root, named = _seed_nodes()
     _reference_backward(root)
-    out.append(Case("run_backward(<seed example>); grads of every Var, the root (which gets 1) first", every_node,
-                    [(name, v.grad) for name, v in named], compare=_close_pairs))
-
-    def twice():
-        x1, x2 = Var(2.0), Var(3.0)
-        root = (x1 * x2).log() * x2.sin()
-        _within_budget(root, run_backward)
-        _within_budget(root, run_backward)
-        return [x1.grad, x2.grad]
-    seed_grads = _expected(_programs()[0][1])
-    out.append(Case("run_backward twice on the seed example: leaf grads accumulate", twice,
-                    [2 * g for g in seed_grads], compare=_close(1e-9, 1e-9)))
+    out.append(probe(_every_grad, expected=[(name, v.grad) for name, v in named], compare=_close_pairs,
+                     label="run_backward(<seed example>); grads of every Var, the root (which gets 1) first"))
+    seed_grads = _expected("seed example")
+    out.append(probe(_leaf_grads, "seed example", None, None, 2, expected=[2 * g for g in seed_grads],
+                     compare=_close(1e-9, 1e-9), label="run_backward twice on the seed example: leaf grads accumulate"))
     return out
 
 
 # ---------------------------------------------------------------- 03.9 numerical_jacobian
 
 def _jac_functions():
-    cl = _cl()
-    return [
-        ("x.sin()", lambda x: x.sin(), [0.1, 0.7, -1.2]),
-        ("x * x.sum()", lambda x: x * x.sum(), [1.0, 2.0, 3.0]),
-        ("x.exp().sum()", lambda x: x.exp().sum(), [0.5, -0.5]),
-        ("x @ x.t()", lambda x: x @ x.t(), [[1.0, 2.0], [0.5, -1.0]]),
-        ("cl.softmax(x, 0)", lambda x: cl.softmax(x, 0), [0.2, -0.3, 1.0, 0.0]),
-    ]
+    return {
+        "x.sin()": lambda x: x.sin(),
+        "x * x.sum()": lambda x: x * x.sum(),
+        "x.exp().sum()": lambda x: x.exp().sum(),
+        "x @ x.t()": lambda x: x @ x.t(),
+        "cl.softmax(x, 0)": lambda x: cl.softmax(x, 0),
+        "x ** 3": lambda x: x ** 3,
+    }
 
 
-def _analytic_jacobian(fn, data):
-    import numpy as np
+_JACOBIANS = [("x.sin()", [0.1, 0.7, -1.2]), ("x * x.sum()", [1.0, 2.0, 3.0]), ("x.exp().sum()", [0.5, -0.5]),
+              ("x @ x.t()", [[1.0, 2.0], [0.5, -1.0]]), ("cl.softmax(x, 0)", [0.2, -0.3, 1.0, 0.0])]
 
-    cl = _cl()
+
+def _analytic_jacobian(name, data):
+    fn = _jac_functions()[name]
     x = _t(data).requires_grad_()
     y = fn(x)
     rows = []
@@ -571,33 +767,43 @@ def _analytic_jacobian(fn, data):
     return np.array(rows).tolist()
 
 
-def _side_effects(numerical_jacobian) -> list:
-    """What numerical_jacobian did besides returning the Jacobian, called on a leaf that requires grad.
+def _jacobian(fn, name: str, data):
+    """Probe: the learner's numerical Jacobian of function `name` at x = data, as nested lists."""
+    return np.asarray(fn(_jac_functions()[name], _t(data)), dtype=np.float64).tolist()
 
-    It must not change x (its values or its version counter: no in-place writes, even undone) and must not
-    record a graph: fn must never see a tensor that requires grad.
+
+def _side_effects(fn) -> dict:
+    """Probe: what numerical_jacobian did besides returning the Jacobian, called on a leaf that requires grad.
+
+    Observations only: x's values and version before and after, whether each call of the function would
+    record a graph (grad mode on and an input that requires grad), whether x.grad was set.
     """
-    cl = _cl()
     x = _t([0.3, -1.2, 2.0]).requires_grad_()
     before, version = _values(x), x._version
-    recorded = []   # per call of fn: would its ops record a graph? (grad mode on and an input that requires grad)
+    recorded = []
 
-    def fn(t):
+    def f(t):
         recorded.append(bool(t.requires_grad and cl.is_grad_enabled()))
         return t.sin() * t
-    numerical_jacobian(fn, x)
+    fn(f, x)
+    return {"values": [before, _values(x)], "versions": [version, x._version], "recorded": recorded,
+            "grad_set": x.grad is not None}
+
+
+def _no_side_effects(got, expected=None) -> bool | str:
     problems = []
-    if _values(x) != before:
-        problems.append(f"x's values changed to {_values(x)}")
-    if x._version != version:
-        problems.append(f"x._version went from {version} to {x._version}: x was written in place")
+    (before, after), (v0, v1), recorded = got["values"], got["versions"], got["recorded"]
+    if after != before:
+        problems.append(f"x's values changed to {after}")
+    if v1 != v0:
+        problems.append(f"x._version went from {v0} to {v1}: x was written in place")
     if any(recorded):
         problems.append(f"fn recorded a graph in {sum(recorded)} of its {len(recorded)} calls")
-    if x.grad is not None:
+    if got["grad_set"]:
         problems.append("x.grad was set")
     if not recorded:
         problems.append("fn was never called")
-    return problems
+    return "; ".join(problems) or True
 
 
 @exercise("03.9", title="numerical_jacobian", points=2,
@@ -605,26 +811,21 @@ def _side_effects(numerical_jacobian) -> list:
                "(f(x+eps) - f(x-eps)) / (2*eps), flattened (central, not forward, differences). The result has "
                "shape (f(x).numel(), x.numel()). Work under no_grad on a float64 copy of x (x.detach().clone()), "
                "never on x itself.")
-def _numerical_jacobian(numerical_jacobian):
-    import numpy as np
-
-    out = []
-    for label, fn, data in _jac_functions():
-        expected = _analytic_jacobian(fn, data)
-
-        def run(fn=fn, data=data):
-            j = numerical_jacobian(fn, _t(data))
-            return np.asarray(j, dtype=np.float64).tolist()
-        out.append(Case(f"numerical_jacobian(lambda x: {label}, x={data})", run, expected,
-                        compare=_close(1e-5, 1e-6)))
+def _numerical_jacobian(rng):
+    table = list(_JACOBIANS)
+    for name in ("x.sin()", "x * x.sum()", "cl.softmax(x, 0)"):
+        table.append((name, [float(v) for v in rng.uniform(-1.5, 1.5, size=int(rng.integers(2, 5))).round(2)]))
+    out = [probe(_jacobian, name, data, expected=_analytic_jacobian(name, data), compare=_close(1e-5, 1e-6),
+                 label=f"numerical_jacobian(lambda x: {name}, x={data})") for name, data in table]
     # A forward difference (f(x+eps) - f(x)) / eps is off by about eps/2 * f'': 3e-6 * x here, far more than
     # the central difference's error (below 1e-9 relative), so the tolerance tells them apart.
     data = [1.0, 2.0, -1.5]
-    out.append(Case(f"numerical_jacobian(lambda x: x ** 3, x={data}) to 1e-7, as central differences give",
-                    lambda: np.asarray(numerical_jacobian(lambda x: x ** 3, _t(data)), dtype=np.float64).tolist(),
-                    _analytic_jacobian(lambda x: x ** 3, data), compare=_close(1e-7, 1e-9)))
-    out.append(Case("numerical_jacobian(lambda t: t.sin() * t, x) with x a leaf that requires grad: "
-                    "what else it did", lambda: _side_effects(numerical_jacobian), []))
+    out.append(probe(_jacobian, "x ** 3", data, expected=_analytic_jacobian("x ** 3", data),
+                     compare=_close(1e-7, 1e-9),
+                     label=f"numerical_jacobian(lambda x: x ** 3, x={data}) to 1e-7, as central differences give"))
+    out.append(probe(_side_effects, expected="no side effects", compare=_no_side_effects,
+                     label="numerical_jacobian(lambda t: t.sin() * t, x) with x a leaf that requires grad: "
+                           "what else it did"))
     return out
 
 
@@ -638,47 +839,52 @@ def _sigmoid(v: float) -> float:
     return 1.0 / (1.0 + math.exp(-v))
 
 
+def _sp_is_function(S) -> bool:
+    return issubclass(S, cl.autograd.Function)
+
+
+def _sp_forward(S, data) -> Any:
+    return _values(S.apply(_t(data)))
+
+
+def _sp_node_name(S, data) -> str:
+    return type(S.apply(_t(data).requires_grad_()).grad_fn).__name__
+
+
+def _sp_gradient(S, data, weights) -> Any:
+    x = _t(data).requires_grad_()
+    (S.apply(x) * _t(weights)).sum().backward()
+    return _values(x.grad)
+
+
+def _sp_saved(S, data) -> int:
+    return len(S.apply(_t(data).requires_grad_()).grad_fn.saved_tensors)
+
+
+def _sp_gradcheck(S, data) -> bool:
+    x = _t(data).requires_grad_()
+    return bool(cl.autograd.gradcheck(S.apply, (x,), raise_exception=False))
+
+
+def _sp_no_graph(S, data) -> bool:
+    return S.apply(_t(data)).grad_fn is None
+
+
 @exercise("03.10", title="Softplus", points=3,
           hint="forward: save x with ctx.save_for_backward(x) and return (x.exp() + 1).log(); backward: "
                "(x,) = ctx.saved_tensors and return grad * x.sigmoid(). Call it as Softplus.apply(x).")
-def _softplus(Softplus):
-    cl = _cl()
-    data = [-2.0, -0.5, 0.0, 0.5, 3.0]
-
-    def forward():
-        return _values(Softplus.apply(_t(data)))
-
-    def is_function():
-        return issubclass(Softplus, cl.autograd.Function)
-
-    def node_name():
-        x = _t(data).requires_grad_()
-        return type(Softplus.apply(x).grad_fn).__name__
-
-    def gradient():
-        x = _t(data).requires_grad_()
-        (Softplus.apply(x) * _t([1.0, 2.0, 3.0, 4.0, 5.0])).sum().backward()
-        return _values(x.grad)
-
-    def saves_input():
-        x = _t(data).requires_grad_()
-        y = Softplus.apply(x)
-        return len(y.grad_fn.saved_tensors)
-
-    def passes_gradcheck():
-        x = _t([0.3, -1.1, 2.0]).requires_grad_()
-        return bool(cl.autograd.gradcheck(Softplus.apply, (x,), raise_exception=False))
-
-    def no_grad_input():
-        return _t(data).requires_grad is False and Softplus.apply(_t(data)).grad_fn is None
-
+def _softplus(rng):
+    data = [-2.0, -0.5, 0.0, 0.5, 3.0] + [float(v) for v in rng.uniform(-4, 4, size=3).round(2)]
+    weights = [1.0, 2.0, 3.0, 4.0, 5.0] + [float(v) for v in rng.uniform(-2, 2, size=3).round(2)]
     return [
-        Case("issubclass(Softplus, autograd.Function)", is_function, True),
-        Case(f"Softplus.apply(tensor({data}))", forward, [_softplus_ref(v) for v in data], compare=_close()),
-        Case("type(Softplus.apply(x).grad_fn).__name__", node_name, "SoftplusBackward"),
-        Case("x.grad after (Softplus.apply(x) * [1, 2, 3, 4, 5]).sum().backward()", gradient,
-             [w * _sigmoid(v) for w, v in zip([1.0, 2.0, 3.0, 4.0, 5.0], data)], compare=_close()),
-        Case("len(Softplus.apply(x).grad_fn.saved_tensors)", saves_input, 1),
-        Case("gradcheck(Softplus.apply, x)", passes_gradcheck, True),
-        Case("Softplus.apply(x) records nothing when x does not require grad", no_grad_input, True),
+        probe(_sp_is_function, expected=True, label="issubclass(Softplus, autograd.Function)"),
+        probe(_sp_forward, data, expected=[_softplus_ref(v) for v in data], compare=_close(),
+              label=f"Softplus.apply(tensor({data}))"),
+        probe(_sp_node_name, data, expected="SoftplusBackward", label="type(Softplus.apply(x).grad_fn).__name__"),
+        probe(_sp_gradient, data, weights, expected=[w * _sigmoid(v) for w, v in zip(weights, data)],
+              compare=_close(), label=f"x.grad after (Softplus.apply(x) * {weights}).sum().backward()"),
+        probe(_sp_saved, data, expected=1, label="len(Softplus.apply(x).grad_fn.saved_tensors)"),
+        probe(_sp_gradcheck, [0.3, -1.1, 2.0], expected=True, label="gradcheck(Softplus.apply, x)"),
+        probe(_sp_no_graph, data, expected=True,
+              label="Softplus.apply(x) records nothing when x does not require grad"),
     ]

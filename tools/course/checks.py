@@ -183,6 +183,8 @@ class Exercise:
     legacy: bool = False
     #: functions the learner's code must not call: shown name -> function
     forbid: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: seconds all the probes of one grading may take (the rest are stopped and fail)
+    time_budget: float = 20.0
 
     def trials(self, seed: int) -> list[Trial]:
         """The trials drawn with `seed`, each labelled."""
@@ -202,12 +204,14 @@ _REGISTRY: dict[str, Exercise] = {}
 _TARGET: list[dict[str, Exercise]] = []  # while load_checks_source runs: where @exercise registers
 
 
-def exercise(id: str, *, title: str, points: int, hint: str, forbid: dict[str, Any] | list | None = None):
+def exercise(id: str, *, title: str, points: int, hint: str, forbid: dict[str, Any] | list | None = None,
+             time_budget: float = 20.0):
     """Register the decorated function as the check of exercise `id`.
 
     The function takes ``rng`` (a ``numpy.random.Generator``) and returns the exercise's
     :class:`Trial` s. `forbid` names functions the learner's code must not call
     (``{"cl.result_type": cl.result_type}``; a list uses each function's qualified name).
+    `time_budget`: seconds all the probes may take when graded (keep it well under the cell timeout).
     """
     import inspect
 
@@ -219,7 +223,8 @@ def exercise(id: str, *, title: str, points: int, hint: str, forbid: dict[str, A
         if id in target:
             raise ValueError(f"exercise {id} is registered twice")
         params = list(inspect.signature(fn).parameters)
-        target[id] = Exercise(id, title, points, hint, fn, legacy=params[:1] != ["rng"], forbid=dict(forbid or {}))
+        target[id] = Exercise(id, title, points, hint, fn, legacy=params[:1] != ["rng"], forbid=dict(forbid or {}),
+                              time_budget=time_budget)
         return fn
 
     return register
@@ -532,39 +537,90 @@ def _where_text(exc: BaseException) -> str:
         return ""
 
 
-def run_probes(exercise_id: str, obj: Any, payload: str) -> str:
-    """Run each trial's probe on the learner's `obj`; what each saw, as JSON text.
+class ProbeTimeout(BaseException):
+    """A probe ran past the check's time budget (a BaseException: ``except Exception`` does not catch it)."""
 
-    Each result is ``{"status": "ok"|"raised"|"not_attempted", "value": <wire>, "forbidden": [...]}``.
-    Every trial decodes its own fresh arguments. Output the learner's code prints is swallowed;
-    the first NotImplementedError ends the run.
-    """
+
+@contextlib.contextmanager
+def _alarm(seconds: float):
+    """Raise ProbeTimeout in this (main) thread after `seconds`; nothing off the main thread."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def ring(signum, frame):
+        raise ProbeTimeout()
+
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-3))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _request(exercise_id: str, payload: str) -> list:
     import json
 
-    ex = get_exercise(exercise_id)
     request = json.loads(payload)
     if not isinstance(request, dict) or request.get("exercise") != exercise_id \
             or not isinstance(request.get("trials"), list):
         raise ProbeError("the check cell's inputs are not for this exercise")
-    results: list[dict] = []
+    return request["trials"]
+
+
+def _probe_results(ex: Exercise, obj: Any, specs: list, budget: float | None):
+    """Run each trial's probe on the learner's `obj`, yielding what each saw (wire data), in order.
+
+    Each result is ``{"status": "ok"|"raised"|"not_attempted"|"skipped", "value": <wire>, "forbidden": [...]}``.
+    Every trial decodes its own fresh arguments; output the learner's code prints is swallowed. The first
+    NotImplementedError ends the run. With a `budget` (seconds for all the trials), a trial still running
+    when it is spent is stopped and reported as raised, and the trials after it as skipped.
+    """
+    import time
+
     trusted = _trusted_prefixes(ex)
-    for ref, args_wire, kwargs_wire in request["trials"]:
+    deadline = None if budget is None else time.monotonic() + budget
+    for k, (ref, args_wire, kwargs_wire) in enumerate(specs):
         fn = _find_probe(ref, ex)
         args, kwargs = _wire.decode(args_wire), _wire.decode(kwargs_wire)
         watch = _ForbiddenCalls(ex.forbid, trusted)
+        timer = _alarm(deadline - time.monotonic()) if deadline is not None else contextlib.nullcontext()
         try:
-            with contextlib.redirect_stdout(io.StringIO()), watch:
+            with timer, contextlib.redirect_stdout(io.StringIO()), watch:
                 value = fn(obj, *args, **kwargs)
             result = {"status": "ok", "value": _wire.encode(value)}
         except NotImplementedError:
-            results.append({"status": "not_attempted", "value": None, "forbidden": []})
-            break
+            yield {"status": "not_attempted", "value": None, "forbidden": []}
+            return
+        except ProbeTimeout:
+            yield {"status": "raised", "forbidden": list(watch.seen), "value": _wire.exception_wire(
+                TimeoutError(f"this case ran past the check's time budget of {budget:g} s"))}
+            for _ in specs[k + 1:]:
+                yield {"status": "skipped", "value": None, "forbidden": []}
+            return
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as e:  # noqa: BLE001 - the learner's error is what is observed
             result = {"status": "raised", "value": _wire.exception_wire(e, _where_text(e))}
         result["forbidden"] = list(watch.seen)
-        results.append(result)
+        yield result
+
+
+def run_probes(exercise_id: str, obj: Any, payload: str, budget: float | None = None) -> str:
+    """All the trials' probes on the learner's `obj` (see :func:`_probe_results`); their results as JSON text.
+
+    `budget` defaults to the exercise's ``time_budget``.
+    """
+    import json
+
+    ex = get_exercise(exercise_id)
+    specs = _request(exercise_id, payload)
+    results = list(_probe_results(ex, obj, specs, ex.time_budget if budget is None else budget))
     return json.dumps({"v": _WIRE_VERSION, "exercise": exercise_id, "results": results}, separators=(",", ":"))
 
 
@@ -595,6 +651,25 @@ def read_frames(stdout: str) -> list[str]:
 # ---------------------------------------------------------------- the judge (in the grader)
 
 
+_STATUSES = ("ok", "raised", "not_attempted", "skipped")
+
+
+def _decode_result(r: Any) -> dict:
+    """One probe result with its value decoded; ProbeError if it is malformed."""
+    if not isinstance(r, dict) or r.get("status") not in _STATUSES:
+        raise ProbeError("the check's results are malformed")
+    forbidden = r.get("forbidden", [])
+    if not isinstance(forbidden, list) or not all(isinstance(f, str) for f in forbidden):
+        raise ProbeError("the check's results are malformed")
+    try:
+        value = _wire.decode(r.get("value"))
+    except (_wire.WireError, RecursionError) as e:
+        raise ProbeError(f"the check's results cannot be read ({e})") from None
+    if r["status"] == "raised" and not isinstance(value, Raised):
+        raise ProbeError("the check's results are malformed")
+    return {"status": r["status"], "value": value, "forbidden": forbidden}
+
+
 def _results(text: str, exercise_id: str, n: int) -> list[dict]:
     """The probes' results, decoded (values as Python objects); ProbeError if malformed."""
     import json
@@ -606,20 +681,7 @@ def _results(text: str, exercise_id: str, n: int) -> list[dict]:
     results = data.get("results") if isinstance(data, dict) else None
     if not isinstance(data, dict) or data.get("exercise") != exercise_id or not isinstance(results, list):
         raise ProbeError("the check's results are not for this exercise")
-    out = []
-    for r in results:
-        if not isinstance(r, dict) or r.get("status") not in ("ok", "raised", "not_attempted"):
-            raise ProbeError("the check's results are malformed")
-        forbidden = r.get("forbidden", [])
-        if not isinstance(forbidden, list) or not all(isinstance(f, str) for f in forbidden):
-            raise ProbeError("the check's results are malformed")
-        try:
-            value = _wire.decode(r.get("value"))
-        except (_wire.WireError, RecursionError) as e:
-            raise ProbeError(f"the check's results cannot be read ({e})") from None
-        if r["status"] == "raised" and not isinstance(value, Raised):
-            raise ProbeError("the check's results are malformed")
-        out.append({"status": r["status"], "value": value, "forbidden": forbidden})
+    out = [_decode_result(r) for r in results]
     stopped = bool(out) and out[-1]["status"] == "not_attempted"
     if len(out) != n and not (stopped and len(out) <= n):
         raise ProbeError(f"the check's results hold {len(out)} cases, not {n}")
@@ -632,41 +694,50 @@ def judge(ex: Exercise, trials: list[Trial], results_text: str) -> str:
     ProbeError if `results_text` is not a well-formed answer to these trials (never a pass).
     """
     results = _results(results_text, ex.id, len(trials))
+    for i, (t, r) in enumerate(zip(trials, results), 1):
+        _judge_one(ex, t, r, i, len(trials))
+    return _success(ex, len(trials))
+
+
+def _success(ex: Exercise, n: int) -> str:
+    return f"✓ {ex.id} {ex.title}: {n}/{n} cases"
+
+
+def _judge_one(ex: Exercise, t: Trial, r: dict, i: int, n: int) -> None:
+    """Raise CheckFailure (or NotAttempted) if result `r` of trial `t` (case i of n) is wrong."""
     head = f"{ex.id} {ex.title}"
     hint = f"  hint:     {ex.hint}"
-    n = len(trials)
-    for i, (t, r) in enumerate(zip(trials, results), 1):
-        if r["status"] == "not_attempted":
-            raise NotAttempted(_not_attempted(head))
-        top = f"✗ {head}: case {i}/{n} failed\n  input:    {t.label}\n"
-        forbidden = [f for f in r.get("forbidden", []) if f in ex.forbid] or r.get("forbidden", [])
-        if forbidden:
-            names = ", ".join(forbidden)
-            raise CheckFailure(f"{top}  got:      your code calls {names}, which this exercise asks you not to "
-                               f"use: write it yourself\n{hint}")
-        got = r.get("value")
-        expected_raise = None
-        if t.raises is not None:
-            expected_raise = f"raises {t.raises.__name__}" + (f": {t.match}" if t.match is not None else "")
-        if r["status"] == "raised":
-            if t.raises is not None and got.is_a(t.raises) and (t.match is None or got.message == t.match):
-                continue
-            expected = expected_raise or _describe(t.expected)
-            raise CheckFailure(f"{top}  expected: {expected}\n"
-                               f"  got:      raised {got.name}: {got.message}{got.where}\n{hint}")
-        if expected_raise is not None:
-            raise CheckFailure(f"{top}  expected: {expected_raise}\n"
-                               f"  got:      {_describe(got)} (no exception)\n{hint}")
-        try:
-            verdict = (t.compare or strict_equal)(got, t.expected)
-        except Exception:  # noqa: BLE001 - a value the comparison cannot handle is not equal
-            verdict = False
-        if verdict is True or (verdict is not False and not isinstance(verdict, str) and bool(verdict)):
-            continue
-        why = f"  why:      {verdict}\n" if isinstance(verdict, str) and verdict else ""
-        raise CheckFailure(f"{top}  expected: {_describe(t.expected)}\n  got:      {_describe(got)}\n"
-                           f"{why}{_difference_line(got, t.expected) if not why else ''}{hint}")
-    return f"✓ {head}: {n}/{n} cases"
+    if r["status"] == "not_attempted":
+        raise NotAttempted(_not_attempted(head))
+    top = f"✗ {head}: case {i}/{n} failed\n  input:    {t.label}\n"
+    if r["status"] == "skipped":
+        raise CheckFailure(f"{top}  got:      not run: an earlier case used up the check's time\n{hint}")
+    forbidden = r.get("forbidden", [])
+    if forbidden:
+        raise CheckFailure(f"{top}  got:      your code calls {', '.join(forbidden)}, which this exercise asks "
+                           f"you not to use: write it yourself\n{hint}")
+    got = r.get("value")
+    expected_raise = None
+    if t.raises is not None:
+        expected_raise = f"raises {t.raises.__name__}" + (f": {t.match}" if t.match is not None else "")
+    if r["status"] == "raised":
+        if t.raises is not None and got.is_a(t.raises) and (t.match is None or got.message == t.match):
+            return
+        expected = expected_raise or _describe(t.expected)
+        raise CheckFailure(f"{top}  expected: {expected}\n"
+                           f"  got:      raised {got.name}: {got.message}{got.where}\n{hint}")
+    if expected_raise is not None:
+        raise CheckFailure(f"{top}  expected: {expected_raise}\n"
+                           f"  got:      {_describe(got)} (no exception)\n{hint}")
+    try:
+        verdict = (t.compare or strict_equal)(got, t.expected)
+    except Exception:  # noqa: BLE001 - a value the comparison cannot handle is not equal
+        verdict = False
+    if verdict is True or (verdict is not False and not isinstance(verdict, str) and bool(verdict)):
+        return
+    why = f"  why:      {verdict}\n" if isinstance(verdict, str) and verdict else ""
+    raise CheckFailure(f"{top}  expected: {_describe(t.expected)}\n  got:      {_describe(got)}\n"
+                       f"{why}{_difference_line(got, t.expected) if not why else ''}{hint}")
 
 
 # ---------------------------------------------------------------- running
@@ -751,8 +822,14 @@ def run_check(exercise_id: str, obj: Any, seed: int | None = None) -> str:
     `seed` draws the random inputs (default :data:`SELF_STUDY_SEED`). Inputs and results go
     through the wire format both ways, as when grading, so what passes here passes there.
     """
+    import json
+
     ex = get_exercise(exercise_id)
     if ex.legacy:
         return _run_legacy(ex, obj)
     trials = ex.trials(SELF_STUDY_SEED if seed is None else seed)
-    return judge(ex, trials, run_probes(exercise_id, obj, trials_payload(ex, trials)))
+    specs = _request(exercise_id, trials_payload(ex, trials))
+    # judged as each comes back, so a wrong answer stops at its first failing case
+    for i, (t, r) in enumerate(zip(trials, _probe_results(ex, obj, specs, None)), 1):
+        _judge_one(ex, t, _decode_result(json.loads(json.dumps(r))), i, len(trials))
+    return _success(ex, len(trials))
