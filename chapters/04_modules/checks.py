@@ -1,21 +1,71 @@
 """Checks for chapter 04 (modules).
 
-Every expected value comes from the reference course_lib, run on the same
-inputs: ``nn.Module`` itself (04.1, 04.2, 04.3), forward hooks on the same
-model (04.4), ``nn.Linear`` and ``F.linear`` (04.5), ``F.conv2d`` (04.6),
-``ResNet._make_layer`` (04.7) and ``optim.SGD`` (04.8).  Models and inputs
-are built fresh for every case from a fixed seed.
+Expected values come from course_lib's library run on the same inputs in the grader: ``nn.Module``
+itself (04.1, 04.2's ``named_parameters``, 04.3's ``load_state_dict``), a global forward hook
+(04.4), ``nn.Linear`` and ``F.linear`` (04.5), ``F.conv2d`` (04.6), ``ResNet._make_layer`` (04.7)
+and ``optim.SGD`` (04.8). Models cannot travel to the kernel, so a probe builds them there from
+a name or a seed (``_random_net``, ``_random_mlp``) and the grader builds the same ones. Probes
+(the functions taking the learner's object first) return plain data: names, shapes, numbers,
+and observations such as the hooks left on a model, the grad mode while it ran, or the lines of
+Python a convolution ran.
 """
 from __future__ import annotations
 
+import collections
 import math
+from typing import Any, Callable
 
 import numpy as np
 
-from course.checks import Case, exercise
+import course_lib as cl
+from course_lib import nn
+from course_lib.models.resnet import BasicBlock, Bottleneck, ResNet
+from course_lib.nn import functional as F
+from course_lib.nn.modules.module import register_module_forward_hook
+
+from course.checks import call, exercise, probe
 
 
-def _outcome(fn, *args):
+def _close(rtol: float = 1e-6, atol: float = 1e-7) -> Callable[[Any, Any], bool | str]:
+    """Nested lists/tuples/dicts: floats and arrays with a tolerance, everything else exactly.
+
+    The comparison returns True, or where the first difference is.
+    """
+    def diff(got, exp, path: str) -> str | None:
+        where = path or "the value"
+        if isinstance(exp, np.ndarray):
+            if not isinstance(got, np.ndarray) or got.shape != exp.shape or got.dtype != exp.dtype:
+                what = f"array {got.dtype} {got.shape}" if isinstance(got, np.ndarray) else type(got).__name__
+                return f"{where}: expected an array {exp.dtype} {exp.shape}, got {what}"
+            bad = ~np.isclose(got, exp, rtol=rtol, atol=atol)
+            if bad.any():
+                i = tuple(int(k) for k in np.argwhere(bad)[0])
+                return f"{where}[{', '.join(map(str, i))}]: expected {exp[i]!r}, got {got[i]!r}"
+            return None
+        if isinstance(exp, float):
+            ok = isinstance(got, (float, int)) and not isinstance(got, bool) and \
+                math.isclose(got, exp, rel_tol=rtol, abs_tol=atol)
+            return None if ok else f"{where}: expected {exp!r}, got {got!r}"
+        if isinstance(exp, (list, tuple)):
+            if not isinstance(got, (list, tuple)) or len(got) != len(exp):
+                return f"{where}: expected {len(exp)} items, got {got!r:.60}"
+            return next((d for k, (g, e) in enumerate(zip(got, exp)) if (d := diff(g, e, f"{path}[{k}]"))), None)
+        if isinstance(exp, dict):
+            if not isinstance(got, dict) or got.keys() != exp.keys():
+                return f"{where}: expected the keys {list(exp)}, got {got!r:.60}"
+            return next((d for k in exp if (d := diff(got[k], exp[k], f"{path}[{k!r}]"))), None)
+        return None if type(got) is type(exp) and got == exp else f"{where}: expected {exp!r:.60}, got {got!r:.60}"
+
+    def same(got, exp) -> bool | str:
+        return diff(got, exp, "") or True
+    return same
+
+
+def _seed(rng) -> int:
+    return int(rng.integers(0, 2**31 - 1))
+
+
+def _outcome(fn: Callable, *args) -> Any:
     """``fn(*args)``, or ``(ExcType name, message)`` if it raises (NotImplementedError passes through)."""
     try:
         return fn(*args)
@@ -25,25 +75,54 @@ def _outcome(fn, *args):
         return (type(e).__name__, str(e))
 
 
-def _close(rtol=1e-6, atol=1e-7):
-    """Compare nested lists/tuples: floats and arrays with a tolerance, everything else exactly."""
-    def same(got, exp):
-        if isinstance(exp, np.ndarray):
-            got = np.asarray(got)
-            return got.shape == exp.shape and got.dtype == exp.dtype and np.allclose(got, exp, rtol=rtol, atol=atol)
-        if isinstance(exp, float):
-            return isinstance(got, (float, int)) and not isinstance(got, bool) and \
-                math.isclose(got, exp, rel_tol=rtol, abs_tol=atol)
-        if isinstance(exp, (list, tuple)):
-            return isinstance(got, (list, tuple)) and len(got) == len(exp) and \
-                all(same(g, e) for g, e in zip(got, exp))
-        return type(got) is type(exp) and got == exp
-    return same
+def _random_net(seed: int) -> nn.Module:
+    """A random tree of Modules, Sequentials, Linears, BatchNorm1ds and ReLUs, built from `seed`.
+
+    Some Linears appear twice, some weights are tied, some children are set to None, and some
+    modules hold a parameter of their own next to their children.
+    """
+    r = np.random.default_rng(seed)
+    cl.manual_seed(seed % 2**31)
+    linears: list = []
+
+    def leaf():
+        kind = int(r.integers(0, 4))
+        if kind <= 1:
+            if linears and r.random() < 0.25:
+                return linears[int(r.integers(0, len(linears)))]      # the same module twice
+            lin = nn.Linear(int(r.integers(1, 4)), int(r.integers(1, 4)), bias=bool(r.integers(0, 3)))
+            if linears and r.random() < 0.25:
+                lin.weight = linears[int(r.integers(0, len(linears)))].weight   # a tied weight
+            linears.append(lin)
+            return lin
+        return nn.BatchNorm1d(int(r.integers(1, 4))) if kind == 2 else nn.ReLU()
+
+    def node(depth: int):
+        if depth >= 3 or r.random() < 0.4:
+            return leaf()
+        children = [node(depth + 1) for _ in range(int(r.integers(1, 4)))]
+        if r.random() < 0.5:
+            return nn.Sequential(*children)
+        m = nn.Module()
+        for k, child in enumerate(children):
+            setattr(m, f"c{k}", child)
+            if r.random() < 0.3:
+                setattr(m, f"p{k}", nn.Parameter(cl.randn(int(r.integers(1, 3)))))
+        if r.random() < 0.3:
+            m.gone = nn.Linear(1, 1)
+            m.gone = None
+        return m
+
+    root = nn.Module()
+    for k in range(int(r.integers(2, 4))):
+        setattr(root, f"block{k}", node(1))
+    return root
 
 
 # ------------------------------------------------------------------ 04.1 MiniModule.__setattr__
 
-def _summary(m):
+
+def _summary(m) -> tuple:
     """Where each name ended up: (parameters, buffers, modules, plain attributes); None slots marked."""
     def names(d):
         return [k if v is not None else k + "=None" for k, v in d.items()]
@@ -51,112 +130,193 @@ def _summary(m):
     return (names(m.__dict__["_parameters"]), names(m.__dict__["_buffers"]), names(m.__dict__["_modules"]), plain)
 
 
-def _setattr_scenarios():
-    """(label, scenario(Base) -> observable outcome, compare messages?)"""
-    import course_lib as cl
-    from course_lib.nn import Parameter
+def _build(Base, body, extra=None):
+    class Net(Base):
+        def __init__(self):
+            super().__init__()
+            body(self, Base)
+    m = Net()
+    return _summary(m) if extra is None else (_summary(m), extra(m))
 
-    def build(Base, body):
-        class Net(Base):
-            def __init__(self):
-                super().__init__()
-                body(self, Base)
-        return Net()
 
-    def run(body, extra=None):
-        def scenario(Base):
-            def go():
-                m = build(Base, body)
-                return _summary(m) if extra is None else (_summary(m), extra(m))
-            return _outcome(go)
-        return scenario
+_SHARED = {}
 
-    p = Parameter(cl.ones(2))
 
-    def param(s, B):
-        s.w = p
+def _p():
+    """The one Parameter a scenario assigns and later looks for by identity."""
+    _SHARED["p"] = nn.Parameter(cl.ones(2))
+    return _SHARED["p"]
 
-    def child(s, B):
-        s.sub = B()
 
-    def plain_tensor(s, B):
+def _sc_param(B):
+    def body(s, Base):
+        s.w = _p()
+    return _build(B, body, lambda m: (m.w is _SHARED["p"], m.__dict__["_parameters"]["w"] is _SHARED["p"]))
+
+
+def _sc_child(B):
+    def body(s, Base):
+        s.sub = Base()
+    return _build(B, body, lambda m: type(m.sub) is B)
+
+
+def _sc_plain_tensor(B):
+    def body(s, Base):
         s.t = cl.ones(2)
+    return _build(B, body)
 
-    def plain_int(s, B):
+
+def _sc_plain_int(B):
+    def body(s, Base):
         s.n = 3
+    return _build(B, body)
 
-    def attr_then_param(s, B):
+
+def _sc_attr_then_param(B):
+    def body(s, Base):
         s.w = 1
-        s.w = p
+        s.w = _p()
+    return _build(B, body, lambda m: m.w is _SHARED["p"])
 
-    def param_then_none(s, B):
-        s.w = Parameter(cl.ones(2))
+
+def _sc_param_then_none(B):
+    def body(s, Base):
+        s.w = nn.Parameter(cl.ones(2))
         s.w = None
+    return _build(B, body, lambda m: m.w is None)
 
-    def param_then_tensor(s, B):
-        s.w = Parameter(cl.ones(2))
+
+def _sc_param_then_tensor(B):
+    def body(s, Base):
+        s.w = nn.Parameter(cl.ones(2))
         s.w = cl.zeros(2, 3)
+    return _build(B, body)
 
-    def child_then_int(s, B):
-        s.sub = B()
+
+def _sc_child_then_int(B):
+    def body(s, Base):
+        s.sub = Base()
         s.sub = 5
+    return _build(B, body)
 
-    def child_then_none(s, B):
-        s.sub = B()
+
+def _sc_child_then_none(B):
+    def body(s, Base):
+        s.sub = Base()
         s.sub = None
+    return _build(B, body)
 
-    def buffer_then_tensor(s, B):
+
+def _sc_buffer_then_tensor(B):
+    def body(s, Base):
         s.register_buffer("buf", cl.zeros(2))
         s.buf = cl.ones(3)
+    return _build(B, body, lambda m: int(m.buf.shape[0]))
 
-    def buffer_then_int(s, B):
+
+def _sc_buffer_then_int(B):
+    def body(s, Base):
         s.register_buffer("buf", cl.zeros(2))
         s.buf = 1
+    return _build(B, body)
 
-    def child_then_param(s, B):
-        s.sub = B()
-        s.sub = p
 
-    def none_plain(s, B):
+def _sc_child_then_param(B):
+    def body(s, Base):
+        s.sub = Base()
+        s.sub = _p()
+    return _build(B, body, lambda m: m.sub is _SHARED["p"])
+
+
+def _sc_none_plain(B):
+    def body(s, Base):
         s.x = None
+    return _build(B, body)
 
-    def two_of_each(s, B):
-        s.a = Parameter(cl.ones(1))
-        s.first = B()
-        s.b = Parameter(cl.ones(1))
-        s.second = B()
+
+def _sc_two_of_each(B):
+    def body(s, Base):
+        s.a = nn.Parameter(cl.ones(1))
+        s.first = Base()
+        s.b = nn.Parameter(cl.ones(1))
+        s.second = Base()
         s.k = "text"
+    return _build(B, body)
 
-    def param_then_module(s, B):
-        s.w = Parameter(cl.ones(2))
-        s.w = B()
 
-    def before_init(Base):
-        class Early(Base):
-            def __init__(self):
-                self.w = Parameter(cl.ones(2))
-                super().__init__()
-        return _outcome(lambda: _summary(Early()))
+def _sc_param_then_module(B):
+    def body(s, Base):
+        s.w = nn.Parameter(cl.ones(2))
+        s.w = Base()
+    return _build(B, body)
 
-    return [
-        ("self.w = Parameter(...)", run(param, lambda m: (m.w is p, m.__dict__["_parameters"]["w"] is p)), True),
-        ("self.sub = Base()", run(child, lambda m: type(m.sub).__name__ == type(m).__mro__[1].__name__), True),
-        ("self.t = ones(2)", run(plain_tensor), True),
-        ("self.n = 3", run(plain_int), True),
-        ("self.w = 1; self.w = Parameter(...)", run(attr_then_param, lambda m: m.w is p), True),
-        ("self.w = Parameter(...); self.w = None", run(param_then_none, lambda m: m.w is None), True),
-        ("self.w = Parameter(...); self.w = zeros(2, 3)", run(param_then_tensor), True),
-        ("self.sub = Base(); self.sub = 5", run(child_then_int), True),
-        ("self.sub = Base(); self.sub = None", run(child_then_none), True),
-        ("register_buffer('buf', zeros(2)); self.buf = ones(3)", run(buffer_then_tensor, lambda m: m.buf.shape[0]),
-         True),
-        ("register_buffer('buf', zeros(2)); self.buf = 1", run(buffer_then_int), True),
-        ("self.sub = Base(); self.sub = Parameter(...)", run(child_then_param, lambda m: m.sub is p), True),
-        ("self.x = None", run(none_plain), True),
-        ("self.a, self.first, self.b, self.second, self.k = ...", run(two_of_each), True),
-        ("self.w = Parameter(...); self.w = Base()", run(param_then_module), False),
-        ("self.w = Parameter(...) before super().__init__()", before_init, True),
-    ]
+
+def _sc_before_init(B):
+    class Early(B):
+        def __init__(self):
+            self.w = nn.Parameter(cl.ones(2))
+            super().__init__()
+    return _summary(Early())
+
+
+#: name -> (label, scenario(Base)); the messages of errors that name the module's class are not compared
+_SCENARIOS = {
+    "param": ("self.w = Parameter(...)", _sc_param),
+    "child": ("self.sub = Base()", _sc_child),
+    "plain_tensor": ("self.t = ones(2)", _sc_plain_tensor),
+    "plain_int": ("self.n = 3", _sc_plain_int),
+    "attr_then_param": ("self.w = 1; self.w = Parameter(...)", _sc_attr_then_param),
+    "param_then_none": ("self.w = Parameter(...); self.w = None", _sc_param_then_none),
+    "param_then_tensor": ("self.w = Parameter(...); self.w = zeros(2, 3)", _sc_param_then_tensor),
+    "child_then_int": ("self.sub = Base(); self.sub = 5", _sc_child_then_int),
+    "child_then_none": ("self.sub = Base(); self.sub = None", _sc_child_then_none),
+    "buffer_then_tensor": ("register_buffer('buf', zeros(2)); self.buf = ones(3)", _sc_buffer_then_tensor),
+    "buffer_then_int": ("register_buffer('buf', zeros(2)); self.buf = 1", _sc_buffer_then_int),
+    "child_then_param": ("self.sub = Base(); self.sub = Parameter(...)", _sc_child_then_param),
+    "none_plain": ("self.x = None", _sc_none_plain),
+    "two_of_each": ("self.a, self.first, self.b, self.second, self.k = ...", _sc_two_of_each),
+    "param_then_module": ("self.w = Parameter(...); self.w = Base()", _sc_param_then_module),
+    "before_init": ("self.w = Parameter(...) before super().__init__()", _sc_before_init),
+}
+
+#: what a random assignment sequence may assign (register_buffer for "buffer")
+_VALUES = {"param": "Parameter(ones(2))", "module": "Base()", "tensor": "ones(3)", "int": "7", "none": "None",
+           "buffer": "zeros(2)"}
+
+
+def _value(kind: str, Base):
+    return {"param": lambda: nn.Parameter(cl.ones(2)), "module": Base, "tensor": lambda: cl.ones(3),
+            "int": lambda: 7, "none": lambda: None, "buffer": lambda: cl.zeros(2)}[kind]()
+
+
+def _setattr_scenario(MiniModule, name: str):
+    """Probe: run scenario `name` on a subclass of the learner's class; where everything landed."""
+    return _SCENARIOS[name][1](MiniModule)
+
+
+def _setattr_sequence(MiniModule, steps: list):
+    """Probe: a subclass of the learner's class whose __init__ makes the assignments `steps`, in order."""
+    def body(s, Base):
+        for attr, kind in steps:
+            if kind == "buffer":
+                s.register_buffer(attr, cl.zeros(2))
+            else:
+                setattr(s, attr, _value(kind, Base))
+    return _build(MiniModule, body)
+
+
+def _setattr_trial(fn: Callable, arg, label: str, compare_message: bool = True):
+    """The trial of one scenario: expected from nn.Module (its result, or the error it raises)."""
+    try:
+        expected = fn(nn.Module, arg)
+    except Exception as e:  # noqa: BLE001 - nn.Module's error is what the learner must raise
+        return probe(fn, arg, raises=type(e), match=str(e) if compare_message else None, label=label)
+    return probe(fn, arg, expected=expected, label=label)
+
+
+def _sequence_label(steps) -> str:
+    return "; ".join(f"register_buffer({a!r}, zeros(2))" if k == "buffer" else f"self.{a} = {_VALUES[k]}"
+                     for a, k in steps)
 
 
 @exercise("04.1", title="MiniModule.__setattr__", points=2,
@@ -164,28 +324,27 @@ def _setattr_scenarios():
                "_buffers, _modules first); a name already in _parameters takes only None, else TypeError; then "
                "a MiniModule goes to _modules (same rules for a name already there); a name in _buffers takes "
                "a Tensor or None; anything else: object.__setattr__. Use _typename(value) in the messages.")
-def _mini_module(MiniModule):
-    from course_lib import nn
-
-    cases = []
-    for label, scenario, messages in _setattr_scenarios():
-        expected = scenario(nn.Module)
-        if not messages and isinstance(expected, tuple) and len(expected) == 2 and isinstance(expected[0], str):
-            def run(scenario=scenario):
-                got = scenario(MiniModule)
-                return got[0] if isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], str) else got
-            cases.append(Case(f"class Net(MiniModule): {label}", run, expected[0]))
-        else:
-            cases.append(Case(f"class Net(MiniModule): {label}", lambda s=scenario: s(MiniModule), expected))
-    return cases
+def _mini_module(rng):
+    out = [_setattr_trial(_setattr_scenario, name, f"class Net(MiniModule): {label}",
+                          compare_message=name != "param_then_module")
+           for name, (label, _) in _SCENARIOS.items()]
+    kinds = [k for k in _VALUES if k != "buffer"]
+    for _ in range(5):  # random assignment sequences over three names, "buf" registered as a buffer first
+        steps = [("buf", "buffer")] + [(str(rng.choice(["a", "b", "buf"])), str(rng.choice(kinds)))
+                                       for _ in range(int(rng.integers(2, 6)))]
+        # a module's class name differs between nn.Module and MiniModule: compare only the error's type then
+        named_module = any(k == "module" for _, k in steps)
+        out.append(_setattr_trial(_setattr_sequence, steps, f"class Net(MiniModule): {_sequence_label(steps)}",
+                                  compare_message=not named_module))
+    return out
 
 
 # ------------------------------------------------------------------ 04.2 named_parameters
 
 
-def _tagger(model):
+def _tagger(model) -> Callable:
     """Name each parameter object by the first path it is reachable under (so identity can be compared)."""
-    tags = {}
+    tags: dict = {}
     for name, p in model.named_parameters(remove_duplicate=False):
         tags.setdefault(id(p), name)
 
@@ -194,176 +353,149 @@ def _tagger(model):
     return tag
 
 
-def _np_models():
-    import course_lib as cl
-    from course_lib import nn
-    from course_lib.models.resnet import BasicBlock
+class _Tied(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(5, 3)
+        self.out = nn.Linear(3, 5, bias=False)
+        self.out.weight = self.emb.weight
 
-    def linear():
-        return nn.Linear(3, 2)
 
-    def no_bias():
-        return nn.Linear(3, 2, bias=False)
+class _ParentFirst(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+        self.scale = nn.Parameter(cl.ones(1))
 
-    def mlp():
-        return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
 
-    def shared_module():
-        lin = nn.Linear(2, 2)
-        return nn.Sequential(lin, lin, nn.Sequential(lin))
+class _Deep(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(2, 3), nn.Sequential(nn.ReLU(), nn.Linear(3, 3)))
+        self.head = nn.Linear(3, 1)
+        self.gone = nn.Linear(1, 1)
+        self.gone = None
+        self.bias = nn.Parameter(cl.zeros(1))
+        self.head.extra = self.body[1][1].weight   # one parameter reachable twice
 
-    class Tied(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.emb = nn.Embedding(5, 3)
-            self.out = nn.Linear(3, 5, bias=False)
-            self.out.weight = self.emb.weight
 
-    class ParentFirst(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fc = nn.Linear(2, 2)
-            self.scale = nn.Parameter(cl.ones(1))
+def _shared_module():
+    lin = nn.Linear(2, 2)
+    return nn.Sequential(lin, lin, nn.Sequential(lin))
 
-    class Deep(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.body = nn.Sequential(nn.Linear(2, 3), nn.Sequential(nn.ReLU(), nn.Linear(3, 3)))
-            self.head = nn.Linear(3, 1)
-            self.gone = nn.Linear(1, 1)
-            self.gone = None
-            self.bias = nn.Parameter(cl.zeros(1))
-            self.head.extra = self.body[1][1].weight   # one parameter reachable twice
 
-    return [
-        ("Linear(3, 2)", linear, ""),
-        ("Linear(3, 2, bias=False)", no_bias, ""),
-        ("Sequential(Linear(4, 8), ReLU(), Linear(8, 2))", mlp, ""),
-        ("Sequential(Linear(4, 8), ReLU(), Linear(8, 2)), prefix='model'", mlp, "model"),
-        ("Sequential(lin, lin, Sequential(lin))", shared_module, ""),
-        ("Tied (out.weight = emb.weight)", Tied, ""),
-        ("ParentFirst (fc, then its own 'scale')", ParentFirst, ""),
-        ("BatchNorm1d(3)", lambda: nn.BatchNorm1d(3), ""),
-        ("BasicBlock(4, 4)", lambda: BasicBlock(4, 4), ""),
-        ("Deep (nested, a None child, a shared parameter), prefix='net'", Deep, "net"),
-    ]
+#: name -> (label, builder)
+_MODELS = {
+    "linear": ("Linear(3, 2)", lambda: nn.Linear(3, 2)),
+    "no_bias": ("Linear(3, 2, bias=False)", lambda: nn.Linear(3, 2, bias=False)),
+    "mlp": ("Sequential(Linear(4, 8), ReLU(), Linear(8, 2))",
+            lambda: nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))),
+    "shared": ("Sequential(lin, lin, Sequential(lin))", _shared_module),
+    "tied": ("Tied (out.weight = emb.weight)", _Tied),
+    "parent_first": ("ParentFirst (fc, then its own 'scale')", _ParentFirst),
+    "bn": ("BatchNorm1d(3)", lambda: nn.BatchNorm1d(3)),
+    "block": ("BasicBlock(4, 4)", lambda: BasicBlock(4, 4)),
+    "deep": ("Deep (nested, a None child, a shared parameter)", _Deep),
+}
+
+
+def _model(spec) -> nn.Module:
+    """A model of `_MODELS` by name, or `_random_net(seed)` for an int; seeded."""
+    if isinstance(spec, int):
+        return _random_net(spec)
+    cl.manual_seed(0)
+    return _MODELS[spec][1]()
+
+
+def _model_label(spec) -> str:
+    return f"<random tree of modules #{spec}>" if isinstance(spec, int) else _MODELS[spec][0]
+
+
+def _named_params_probe(named_parameters, spec, prefix: str):
+    """Probe: the learner's (name, which parameter) pairs; a parameter is named by its first path."""
+    model = _model(spec)
+    tag = _tagger(model)
+    got = named_parameters(model, prefix) if prefix else named_parameters(model)
+    return [(n, tag(p)) for n, p in got]
+
+
+def _library_named_params(model, prefix=""):
+    return list(model.named_parameters(prefix=prefix))
 
 
 @exercise("04.2", title="named_parameters", points=2,
           hint="yield the module's own _parameters first (skip None), then recurse into each child of _modules "
                "(skip None) with prefix + '.' + child name; keep a set of id()s of parameters already yielded "
-               "and skip repeats. Names join with '.', with no leading dot when the prefix is ''.")
-def _named_parameters(named_parameters):
-    import course_lib as cl
-
-    cases = []
-    for label, build, prefix in _np_models():
-        cl.manual_seed(0)
-        model = build()
-        tag = _tagger(model)
-        expected = [(n, tag(p)) for n, p in model.named_parameters(prefix=prefix)]
-        args = f"{label}" + (f", prefix={prefix!r}" if prefix else "")
-
-        def run(model=model, prefix=prefix, tag=tag):
-            got = named_parameters(model, prefix) if prefix else named_parameters(model)
-            return [(n, tag(p)) for n, p in got]
-        cases.append(Case(f"named_parameters({args}) -> (name, which parameter)", run, expected))
-    return cases
+               "and skip repeats. Names join with '.', with no leading dot when the prefix is ''.",
+          forbid={"Module.named_parameters": nn.Module.named_parameters, "Module.parameters": nn.Module.parameters,
+                  "Module._named_members": nn.Module._named_members})
+def _named_parameters(rng):
+    specs = [(name, "") for name in _MODELS] + [("mlp", "model"), ("deep", "net")]
+    specs += [(_seed(rng), str(rng.choice(["", "m", "net.body"]))) for _ in range(4)]
+    out = []
+    for spec, prefix in specs:
+        args = _model_label(spec) + (f", prefix={prefix!r}" if prefix else "")
+        out.append(probe(_named_params_probe, spec, prefix,
+                         expected=_named_params_probe(_library_named_params, spec, prefix),
+                         label=f"named_parameters({args}) -> (name, which parameter)"))
+    return out
 
 
 # ------------------------------------------------------------------ 04.3 load_state_dict
 
 
-def _sd_cases():
-    """(label, model builder, state_dict builder(fresh model, source model), strict)"""
-    import collections
-
-    import course_lib as cl
-    from course_lib import nn
-
-    def seq():
-        return nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
-
-    def other_values(model):
-        with cl.no_grad():
-            for i, t in enumerate(model.state_dict().values()):
-                if t.is_floating_point():
-                    t.copy_(cl.arange(t.numel(), dtype=t.dtype).reshape(t.shape) * 0.5 + i)
-                else:
-                    t.fill_(7)
-        return model
-
-    def full(src):
-        return src.state_dict()
-
-    def drop_stats_add_extra(src):
-        sd = src.state_dict()
-        del sd["1.running_mean"], sd["1.running_var"]
-        sd["extra.w"] = cl.ones(1)
-        return sd
-
-    def wrong_shape(src):
-        sd = src.state_dict()
-        sd["0.weight"] = cl.ones(5, 5)
-        return sd
-
-    def late_wrong_shape(src):
-        sd = src.state_dict()
-        sd["1.bias"] = cl.ones(3)
-        return sd
-
-    def missing_and_wrong_shape(src):
-        sd = src.state_dict()
-        del sd["0.bias"]
-        sd["1.weight"] = cl.ones(4)
-        return sd
-
-    def float64(src):
-        return collections.OrderedDict((k, v.double() if v.is_floating_point() else v)
-                                       for k, v in src.state_dict().items())
-
-    def unexpected_only(src):
-        sd = src.state_dict()
-        sd["2.weight"] = cl.ones(2)
-        return sd
-
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fc = nn.Linear(2, 2)
-            self.register_buffer("scratch", cl.zeros(3), persistent=False)
-
-    def net_missing(src):
-        sd = src.state_dict()
-        del sd["fc.weight"]
-        return sd
-
-    return [
-        ("Sequential(Linear, BatchNorm1d), every key", seq, full, True),
-        ("Sequential(Linear, BatchNorm1d), 2 keys missing, 1 unexpected", seq, drop_stats_add_extra, True),
-        ("Sequential(Linear, BatchNorm1d), 2 keys missing, 1 unexpected", seq, drop_stats_add_extra, False),
-        ("Sequential(Linear, BatchNorm1d), 0.weight of shape (5, 5)", seq, wrong_shape, False),
-        ("Sequential(Linear, BatchNorm1d), 1.bias of shape (3,)", seq, late_wrong_shape, True),
-        ("Sequential(Linear, BatchNorm1d), 0.bias missing and 1.weight of shape (4,)", seq, missing_and_wrong_shape,
-         True),
-        ("Sequential(Linear, BatchNorm1d), float64 values", seq, float64, True),
-        ("Sequential(Linear, BatchNorm1d), unexpected 2.weight", seq, unexpected_only, False),
-        ("Net (a non-persistent buffer), fc.weight missing", Net, net_missing, True),
-        ("Net (a non-persistent buffer), fc.weight missing", Net, net_missing, False),
-    ], other_values
+def _seq():
+    return nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
 
 
-def _load_outcome(load, build, make_sd, other_values, strict):
-    """Load into a fresh model; return (result or error, what happened to the model)."""
-    import course_lib as cl
-    cl.manual_seed(0)
-    model = build()
-    cl.manual_seed(1)
-    src = other_values(build())
-    sd = make_sd(src)
+class _WithScratch(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+        self.register_buffer("scratch", cl.zeros(3), persistent=False)
+
+
+_SD_MODELS = {"seq": ("Sequential(Linear, BatchNorm1d)", _seq),
+              "scratch": ("Net (a non-persistent buffer)", _WithScratch)}
+
+
+def _other_values(model) -> nn.Module:
+    """The model with values of its own: 0, 0.5, 1, ... (+ k for the k-th tensor), integer buffers 7."""
+    with cl.no_grad():
+        for i, t in enumerate(model.state_dict().values()):
+            if t.is_floating_point():
+                t.copy_(cl.arange(t.numel(), dtype=t.dtype).reshape(t.shape) * 0.5 + i)
+            else:
+                t.fill_(7)
+    return model
+
+
+def _sd_model(spec, seed: int) -> nn.Module:
+    cl.manual_seed(seed)
+    return _random_net(spec) if isinstance(spec, int) else _SD_MODELS[spec][1]()
+
+
+def _checkpoint(spec, edits: dict):
+    """A state_dict from a model like `spec` with other values, edited: keys dropped, added, reshaped, doubled."""
+    sd = _other_values(_sd_model(spec, 1)).state_dict()
+    for k in edits.get("drop", []):
+        del sd[k]
+    for k, shape in edits.get("reshape", []):
+        sd[k] = cl.ones(tuple(shape))
+    for k in edits.get("extra", []):
+        sd[k] = cl.ones(1)
+    if edits.get("float64"):
+        sd = collections.OrderedDict((k, v.double() if v.is_floating_point() else v) for k, v in sd.items())
+    return sd
+
+
+def _load_probe(load_state_dict, spec, edits: dict, strict: bool):
+    """Probe: load the edited checkpoint into a fresh model; (result or (error, its parts), what happened)."""
+    model = _sd_model(spec, 0)
+    sd = _checkpoint(spec, edits)
     params_before = [id(p) for p in model.parameters()]
     before = {k: (v.dtype.name, v.detach().numpy().copy()) for k, v in model.state_dict().items()}
-    result = _outcome(load, model, sd, strict)
+    result = _outcome(load_state_dict, model, sd, strict)
     if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], str):
         result = (result[0], result[1].split("\n\t"))         # the message, one problem per item
     elif isinstance(result, (tuple, list)):
@@ -372,9 +504,26 @@ def _load_outcome(load, build, make_sd, other_values, strict):
     changed = [k for k in before if not np.array_equal(before[k][1], after[k][1])]
     loaded_right = all(k in sd and np.allclose(after[k][1], sd[k].detach().numpy().astype(np.float64), rtol=1e-6)
                        for k in changed)
-    dtypes_kept = all(before[k][0] == after[k][0] for k in before)
-    effect = (changed, loaded_right, dtypes_kept, [id(p) for p in model.parameters()] == params_before)
-    return result, effect
+    return {"returned": result, "keys changed": changed, "to the checkpoint's values": bool(loaded_right),
+            "dtypes kept": all(before[k][0] == after[k][0] for k in before),
+            "same Parameter objects": [id(p) for p in model.parameters()] == params_before}
+
+
+def _library_load(module, state_dict, strict):
+    return module.load_state_dict(state_dict, strict=strict)
+
+
+def _random_edits(rng, spec) -> tuple[dict, str]:
+    keys = list(_sd_model(spec, 0).state_dict())
+    shapes = {k: tuple(v.shape) for k, v in _sd_model(spec, 0).state_dict().items()}
+    pick = rng.permutation(len(keys))
+    n_drop, n_shape = int(rng.integers(0, 3)), int(rng.integers(0, 2))
+    drop = [keys[i] for i in sorted(pick[:n_drop])]
+    reshape = [(keys[i], [shapes[keys[i]][0] + 1] if shapes[keys[i]] else [2]) for i in pick[n_drop:n_drop + n_shape]]
+    extra = [f"extra{k}.weight" for k in range(int(rng.integers(0, 3)))]
+    edits = {"drop": drop, "reshape": reshape, "extra": extra, "float64": bool(rng.integers(0, 2))}
+    parts = [f"{len(drop)} keys missing", f"{len(extra)} unexpected", f"{len(reshape)} of another shape"]
+    return edits, ", ".join(parts) + (", float64 values" if edits["float64"] else "")
 
 
 @exercise("04.3", title="load_state_dict", points=3,
@@ -382,94 +531,108 @@ def _load_outcome(load, build, make_sd, other_values, strict):
                "state_dict not in own; a size mismatch is an error even with strict=False. Collect every message "
                "(missing, then unexpected, then size mismatches), raise one RuntimeError before copying anything, "
                "else copy_ each value under no_grad and return (missing, unexpected).")
-def _load_state_dict(load_state_dict):
-    cases_, other_values = _sd_cases()
-
-    def reference(module, sd, strict):
-        return module.load_state_dict(sd, strict=strict)
-
+def _load_state_dict(rng):
+    cases = [
+        ("seq", {}, "every key", True),
+        ("seq", {"drop": ["1.running_mean", "1.running_var"], "extra": ["extra.w"]}, "2 keys missing, 1 unexpected",
+         True),
+        ("seq", {"drop": ["1.running_mean", "1.running_var"], "extra": ["extra.w"]}, "2 keys missing, 1 unexpected",
+         False),
+        ("seq", {"reshape": [("0.weight", [5, 5])]}, "0.weight of shape (5, 5)", False),
+        ("seq", {"reshape": [("1.bias", [3])]}, "1.bias of shape (3,)", True),
+        ("seq", {"drop": ["0.bias"], "reshape": [("1.weight", [4])]}, "0.bias missing and 1.weight of shape (4,)",
+         True),
+        ("seq", {"float64": True}, "float64 values", True),
+        ("seq", {"extra": ["2.weight"]}, "unexpected 2.weight", False),
+        ("scratch", {"drop": ["fc.weight"]}, "fc.weight missing", True),
+        ("scratch", {"drop": ["fc.weight"]}, "fc.weight missing", False),
+    ]
+    for _ in range(4):
+        spec = _seed(rng)
+        edits, text = _random_edits(rng, spec)
+        cases.append((spec, edits, text, bool(rng.integers(0, 2))))
     out = []
-    for label, build, make_sd, strict in cases_:
-        expected = _load_outcome(reference, build, make_sd, other_values, strict)
-        outcome = (lambda b=build, m=make_sd, s=strict: _load_outcome(load_state_dict, b, m, other_values, s))
-        call = f"load_state_dict({label}, strict={strict})"
-        out.append(Case(f"{call} -> (missing, unexpected) or (error, its parts)", lambda o=outcome: o()[0],
-                        expected[0]))
-        out.append(Case(f"{call} -> (keys changed, to the checkpoint's values?, dtypes kept?, same Parameters?)",
-                        lambda o=outcome: o()[1], expected[1]))
+    for spec, edits, text, strict in cases:
+        label = (f"load_state_dict({_model_label(spec) if isinstance(spec, int) else _SD_MODELS[spec][0]}, {text}, "
+                 f"strict={strict}) -> returned (or the error, one line per problem), what changed in the model")
+        out.append(probe(_load_probe, spec, edits, strict, expected=_load_probe(_library_load, spec, edits, strict),
+                         label=label))
     return out
 
 
 # ------------------------------------------------------------------ 04.4 record_activations
 
 
-def reference_record_activations(model, x, types):
-    import course_lib as cl
-    records, handles = [], []
-    for name, module in model.named_modules():
-        if isinstance(module, types):
-            def hook(mod, args, out, name=name):
-                o = out.detach()
-                records.append((name, o.mean().item(), o.std().item(), (o == 0).float().mean().item()))
-            handles.append(module.register_forward_hook(hook))
-    try:
-        with cl.no_grad():
-            model(x)
-    finally:
-        for h in handles:
-            h.remove()
-    return records
+def _mlp():
+    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
 
 
-def _hook_models():
-    import course_lib as cl
-    from course_lib import nn
-    from course_lib.models.resnet import BasicBlock
-
-    def mlp():
-        return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
-
-    def nested():
-        return nn.Sequential(nn.Sequential(nn.Linear(4, 6), nn.ReLU()), nn.Linear(6, 3))
-
-    def with_own_hook():
-        m = mlp()
-        m[1].register_forward_hook(lambda mod, args, out: None)   # the user's own hook must survive
-        return m
-
-    return [
-        ("Sequential(Linear, ReLU, Linear, ReLU, Linear)", mlp, (6, 4), (nn.ReLU,)),
-        ("Sequential(Linear, ReLU, Linear, ReLU, Linear)", mlp, (6, 4), (nn.Linear,)),
-        ("Sequential(Sequential(Linear, ReLU), Linear)", nested, (5, 4), (nn.Linear, nn.ReLU)),
-        ("BasicBlock(3, 3) (its relu runs twice)", lambda: BasicBlock(3, 3).eval(), (2, 3, 5, 5), (nn.ReLU,)),
-        ("BasicBlock(3, 3)", lambda: BasicBlock(3, 3).eval(), (2, 3, 5, 5), (nn.Conv2d, nn.BatchNorm2d)),
-        ("the MLP with a hook of its own on [1]", with_own_hook, (6, 4), (nn.ReLU,)),
-    ]
+def _with_own_hook():
+    m = _mlp()
+    m[1].register_forward_hook(lambda mod, args, out: None)   # the user's own hook must survive
+    return m
 
 
-def _hooks_left(model):
-    return [(name, len(m._forward_hooks)) for name, m in model.named_modules() if m._forward_hooks]
+class _Explode(nn.Module):
+    def forward(self, x):
+        raise RuntimeError("this model fails halfway through forward")
 
 
 def _failing_model():
     """The MLP with a hook of its own on [1], whose last module raises halfway through forward."""
-    from course_lib import nn
-
-    class Explode(nn.Module):
-        def forward(self, x):
-            raise RuntimeError("this model fails halfway through forward")
-
-    m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), Explode())
+    m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), _Explode())
     m[1].register_forward_hook(lambda mod, args, out: None)
     return m
 
 
-def _hooks_left_after_failure(record_activations):
-    """The forward hooks left on a model that raised inside record_activations (its own hook must stay)."""
-    import course_lib as cl
-    from course_lib import nn
+_ACTIVATIONS = {"ReLU": nn.ReLU, "Tanh": nn.Tanh, "Sigmoid": nn.Sigmoid}
+_TYPES = {"Linear": nn.Linear, "Conv2d": nn.Conv2d, "BatchNorm2d": nn.BatchNorm2d, **_ACTIVATIONS}
 
-    cl.manual_seed(0)
+
+def _random_mlp(seed: int):
+    """Linear layers of random widths, each followed by a random activation; (model, input shape)."""
+    r = np.random.default_rng(seed)
+    widths = [int(w) for w in r.integers(1, 7, size=int(r.integers(3, 6)))]
+    layers: list = []
+    for a, b in zip(widths, widths[1:]):
+        layers += [nn.Linear(a, b), _ACTIVATIONS[str(r.choice(list(_ACTIVATIONS)))]()]
+    return nn.Sequential(*layers), (int(r.integers(2, 6)), widths[0])
+
+
+#: name -> (label, builder, input shape)
+_HOOK_MODELS = {
+    "mlp": ("Sequential(Linear, ReLU, Linear, ReLU, Linear)", _mlp, (6, 4)),
+    "nested": ("Sequential(Sequential(Linear, ReLU), Linear)",
+               lambda: nn.Sequential(nn.Sequential(nn.Linear(4, 6), nn.ReLU()), nn.Linear(6, 3)), (5, 4)),
+    "block": ("BasicBlock(3, 3) (its relu runs twice)", lambda: BasicBlock(3, 3).eval(), (2, 3, 5, 5)),
+    "own_hook": ("the MLP with a hook of its own on [1]", _with_own_hook, (6, 4)),
+}
+
+
+def _hooks_left(model) -> list:
+    return [(name, len(m._forward_hooks)) for name, m in model.named_modules() if m._forward_hooks]
+
+
+def _activations_probe(record_activations, spec, type_names: list, seed: int):
+    """Probe: (records, forward hooks left on the model, grad mode seen while the model ran)."""
+    cl.manual_seed(seed)
+    if isinstance(spec, int):
+        model, shape = _random_mlp(spec)
+    else:
+        model, shape = _HOOK_MODELS[spec][1](), _HOOK_MODELS[spec][2]
+    x = cl.randn(*shape)
+    grad_mode: list = []   # grad mode while the model runs, seen by a forward pre-hook (not a forward hook)
+    watch = model.register_forward_pre_hook(lambda mod, args: grad_mode.append(cl.is_grad_enabled()))
+    records = record_activations(model, x, tuple(_TYPES[t] for t in type_names))
+    watch.remove()
+    if isinstance(records, (list, tuple)):
+        records = [tuple(r) if isinstance(r, (list, tuple)) else r for r in records]
+    return {"records": records, "hooks left": _hooks_left(model), "grad enabled during forward": grad_mode}
+
+
+def _hooks_left_after_failure(record_activations, seed: int):
+    """Probe: the forward hooks left on a model that raised inside record_activations (its own hook must stay)."""
+    cl.manual_seed(seed)
     model = _failing_model()
     try:
         record_activations(model, cl.randn(6, 4), (nn.ReLU, nn.Linear))
@@ -480,182 +643,170 @@ def _hooks_left_after_failure(record_activations):
     return _hooks_left(model)
 
 
+def reference_record_activations(model, x, types):
+    """What every module of `types` produced, seen by one global forward hook (no hook on the model).
+
+    The chapter's activation figure falls back on it while 04.4 is not done yet.
+    """
+    names = {id(m): n for n, m in model.named_modules()}
+    records: list = []
+
+    def hook(mod, args, out):
+        if isinstance(mod, types) and id(mod) in names:
+            o = out.detach()
+            records.append((names[id(mod)], o.mean().item(), o.std().item(), (o == 0).float().mean().item()))
+
+    handle = register_module_forward_hook(hook)
+    try:
+        with cl.no_grad():
+            model(x)
+    finally:
+        handle.remove()
+    return records
+
+
 @exercise("04.4", title="record_activations", points=2,
           hint="for each (name, module) in model.named_modules() of one of `types`, register_forward_hook a function "
                "that appends (name, out.mean().item(), out.std().item(), (out == 0).float().mean().item()); run "
                "model(x) under cl.no_grad(); then remove every handle you made in a finally: block (the model may "
                "raise), and only those.")
-def _record_activations(record_activations):
-    import course_lib as cl
-    cases = []
-    for label, build, shape, types in _hook_models():
-        def outcome(fn, build=build, shape=shape, types=types):
-            cl.manual_seed(0)
-            model = build()
-            x = cl.randn(*shape)
-            grad_mode = []   # grad mode while the model runs, seen by a forward pre-hook (not a forward hook)
-            probe = model.register_forward_pre_hook(lambda mod, args: grad_mode.append(cl.is_grad_enabled()))
-            records = fn(model, x, types)
-            probe.remove()
-            if isinstance(records, (list, tuple)):
-                records = [tuple(r) if isinstance(r, (list, tuple)) else r for r in records]
-            return records, _hooks_left(model), f"grad enabled during forward: {grad_mode}"
-        expected = outcome(reference_record_activations)
-        tnames = ", ".join(t.__name__ for t in types)
-        cases.append(Case(f"record_activations({label}, x {shape}, ({tnames},)) -> (records, hooks left, "
-                          "grad mode)", lambda o=outcome: o(record_activations), expected, compare=_close(1e-5, 1e-6)))
-    cases.append(Case("record_activations(<the MLP with a hook of its own on [1], whose last module raises>, x, "
-                      "(ReLU, Linear)) -> forward hooks left afterwards",
-                      lambda: _hooks_left_after_failure(record_activations),
-                      _hooks_left_after_failure(reference_record_activations)))
-    return cases
+def _record_activations(rng):
+    cases = [("mlp", ["ReLU"]), ("mlp", ["Linear"]), ("nested", ["Linear", "ReLU"]), ("block", ["ReLU"]),
+             ("block", ["Conv2d", "BatchNorm2d"]), ("own_hook", ["ReLU"])]
+    for _ in range(3):
+        types = sorted({str(t) for t in rng.choice(["Linear", "ReLU", "Tanh", "Sigmoid"], size=2)})
+        cases.append((_seed(rng), types))
+    out = []
+    for spec, types in cases:
+        seed = _seed(rng)
+        label = (f"<random MLP #{spec}>" if isinstance(spec, int) else _HOOK_MODELS[spec][0])
+        out.append(probe(_activations_probe, spec, types, seed,
+                         expected=_activations_probe(reference_record_activations, spec, types, seed), compare=_close(1e-5, 1e-6),
+                         label=f"record_activations({label}, x, ({', '.join(types)},)) -> records, hooks left, "
+                               "grad mode"))
+    out.append(probe(_hooks_left_after_failure, 0, expected=[("1", 1)],
+                     label="record_activations(<the MLP with a hook of its own on [1], whose last module raises>, x, "
+                           "(ReLU, Linear)) -> forward hooks left afterwards"))
+    return out
 
 
 # ------------------------------------------------------------------ 04.5 MyLinear
+
+
+def _linear_params(cls, in_f: int, out_f: int, bias: bool):
+    """Probe: what `cls(in_f, out_f, bias=bias)` registers: (name, (type, shape, dtype, requires_grad) or None)."""
+    cl.manual_seed(0)
+    m = cls(in_f, out_f, bias=bias)
+    return [(k, None if v is None else (type(v).__name__, tuple(v.shape), v.dtype.name, v.requires_grad))
+            for k, v in m._parameters.items()]
+
+
+def _linear_init(cls, seed: int):
+    """Probe: statistics of a fresh ``cls(300, 200)``'s weight and bias, in units of the bound 1/sqrt(300)."""
+    cl.manual_seed(seed)
+    m = cls(300, 200)
+    bound = 1 / math.sqrt(300)
+    w, b = m.weight.detach().numpy() / bound, m.bias.detach().numpy() / bound
+    return {"max |w|": float(np.abs(w).max()), "max |b|": float(np.abs(b).max()), "std(w)": float(w.std()),
+            "mean(w)": float(w.mean()), "distinct b": int(len(np.unique(b)))}
+
+
+_UNIFORM = "weight and bias drawn from U(-1/sqrt(300), 1/sqrt(300))"
+
+
+def _uniform_init(got, expected) -> bool | str:
+    """The statistics of `_linear_init` fit U(-bound, bound) (std bound/sqrt(3)) with a bias that varies."""
+    if not isinstance(got, dict) or set(got) != {"max |w|", "max |b|", "std(w)", "mean(w)", "distinct b"}:
+        return False
+    if got["max |w|"] > 1 or got["max |b|"] > 1:
+        return f"values beyond the bound: max |w| = {got['max |w|']:.3g} bounds, max |b| = {got['max |b|']:.3g} bounds"
+    if abs(got["std(w)"] * math.sqrt(3) - 1) > 0.05 or abs(got["mean(w)"]) > 0.05:
+        return f"weight std {got['std(w)']:.3f} and mean {got['mean(w)']:.3f} bounds: a uniform has 0.577 and 0"
+    if got["distinct b"] <= 100:
+        return f"only {got['distinct b']} distinct bias values"
+    return True
+
+
+def _linear_forward(cls, in_f: int, out_f: int, bias: bool, x, w, b):
+    """Probe: a ``cls`` holding weight `w` (and bias `b`) applied to `x`; (type, y, weight.grad, bias.grad).
+
+    The gradients are those of ``(y * y).sum()``.
+    """
+    cl.manual_seed(0)
+    m = cls(in_f, out_f, bias=bias)
+    with cl.no_grad():
+        m.weight.copy_(cl.from_numpy(w))
+        if bias:
+            m.bias.copy_(cl.from_numpy(b))
+    y = m(cl.from_numpy(x))
+    (y * y).sum().backward()
+    grad = m.weight.grad
+    bgrad = m.bias.grad if bias and m.bias is not None else None
+    return (type(y).__name__, y.detach().numpy(), None if grad is None else grad.numpy(),
+            None if bgrad is None else bgrad.numpy())
+
+
+def _library_forward(x, w, b) -> tuple:
+    """F.linear's output and the gradients of (y * y).sum() with respect to the weight and bias."""
+    wt = cl.from_numpy(w).requires_grad_()
+    bt = None if b is None else cl.from_numpy(b).requires_grad_()
+    y = F.linear(cl.from_numpy(x), wt, bt)
+    (y * y).sum().backward()
+    return ("Tensor", y.detach().numpy(), wt.grad.numpy(), None if bt is None else bt.grad.numpy())
+
+
+def _f32(rng, shape) -> np.ndarray:
+    return rng.standard_normal(shape).astype(np.float32)
 
 
 @exercise("04.5", title="MyLinear", points=2,
           hint="__init__: super().__init__(), then weight = Parameter of shape (out_features, in_features), bias = "
                "Parameter of shape (out_features,) or register_parameter('bias', None); fill both from "
                "U(-1/sqrt(in_features), 1/sqrt(in_features)). forward: x @ weight.t() (+ bias).")
-def _my_linear(MyLinear):
-    import course_lib as cl
-    from course_lib import nn
-    from course_lib.nn import functional as F
-
-    def params(in_f, out_f, bias=True):
-        cl.manual_seed(0)
-        m = MyLinear(in_f, out_f, bias=bias)
-        return [(k, None if v is None else (type(v).__name__, tuple(v.shape), v.dtype.name, v.requires_grad))
-                for k, v in m._parameters.items()]
-
-    def expected_params(in_f, out_f, bias=True):
-        m = nn.Linear(in_f, out_f, bias=bias)
-        return [(k, None if v is None else (type(v).__name__, tuple(v.shape), v.dtype.name, v.requires_grad))
-                for k, v in m._parameters.items()]
-
-    def init_stats():
-        cl.manual_seed(0)
-        m = MyLinear(300, 200)
-        w, b = m.weight.detach().numpy(), m.bias.detach().numpy()
-        bound = 1 / math.sqrt(300)
-        return (bool(np.abs(w).max() <= bound), bool(np.abs(b).max() <= bound),
-                bool(abs(w.std() / (bound / math.sqrt(3)) - 1) < 0.05), bool(abs(w.mean()) < 0.05 * bound),
-                bool(len(np.unique(b)) > 100))
-
-    def forward(shape, in_f, out_f, bias=True):
-        cl.manual_seed(0)
-        m = MyLinear(in_f, out_f, bias=bias)
-        rng = np.random.default_rng(3)
-        with cl.no_grad():
-            m.weight.copy_(cl.tensor(rng.standard_normal((out_f, in_f)).astype(np.float32)))
-            if bias:
-                m.bias.copy_(cl.tensor(rng.standard_normal(out_f).astype(np.float32)))
-        x = cl.tensor(rng.standard_normal(shape).astype(np.float32))
-        y = m(x)
-        return m, x, y
-
-    def forward_values(shape, in_f, out_f, bias=True):
-        m, x, y = forward(shape, in_f, out_f, bias)
-        ref = F.linear(x, m.weight.detach(), None if m.bias is None else m.bias.detach())
-        return (type(y).__name__, tuple(y.shape), bool(np.allclose(y.detach().numpy(), ref.numpy(), rtol=1e-5,
-                                                                    atol=1e-5)))
-
-    def grads(shape, in_f, out_f, bias=True):
-        m, x, y = forward(shape, in_f, out_f, bias)
-        (y * y).sum().backward()
-        w = m.weight.detach().requires_grad_()
-        b = m.bias.detach().requires_grad_() if bias else None
-        r = F.linear(x, w, b)
-        (r * r).sum().backward()
-        out = [bool(m.weight.grad is not None and np.allclose(m.weight.grad.numpy(), w.grad.numpy(), rtol=1e-4,
-                                                              atol=1e-4))]
-        if bias:
-            out.append(bool(m.bias.grad is not None and np.allclose(m.bias.grad.numpy(), b.grad.numpy(), rtol=1e-4,
-                                                                    atol=1e-4)))
-        return out
-
-    return [
-        Case("MyLinear(3, 2)._parameters", lambda: params(3, 2), expected_params(3, 2)),
-        Case("MyLinear(3, 2, bias=False)._parameters", lambda: params(3, 2, False), expected_params(3, 2, False)),
-        Case("MyLinear(300, 200): |weight| <= 1/sqrt(300), |bias| <= 1/sqrt(300), uniform std, mean ~ 0, "
-             "bias not constant", init_stats, (True, True, True, True, True)),
-        Case("MyLinear(3, 2)(x of shape (4, 3)) vs F.linear: (type, shape, allclose)",
-             lambda: forward_values((4, 3), 3, 2), ("Tensor", (4, 2), True)),
-        Case("MyLinear(3, 5, bias=False)(x of shape (4, 3)) vs F.linear", lambda: forward_values((4, 3), 3, 5, False),
-             ("Tensor", (4, 5), True)),
-        Case("MyLinear(3, 2)(x of shape (2, 4, 3)) vs F.linear", lambda: forward_values((2, 4, 3), 3, 2),
-             ("Tensor", (2, 4, 2), True)),
-        Case("MyLinear(4, 4)(x of shape (3, 4)) vs F.linear (square weight)", lambda: forward_values((3, 4), 4, 4),
-             ("Tensor", (3, 4), True)),
-        Case("(MyLinear(3, 2)(x) ** 2).sum().backward(): weight.grad, bias.grad as F.linear's",
-             lambda: grads((5, 3), 3, 2), [True, True]),
-    ]
+def _my_linear(rng):
+    out = []
+    for in_f, out_f, bias in [(3, 2, True), (3, 2, False), (int(rng.integers(1, 9)), int(rng.integers(1, 9)), True)]:
+        out.append(probe(_linear_params, in_f, out_f, bias, expected=_linear_params(nn.Linear, in_f, out_f, bias),
+                         label=f"MyLinear({in_f}, {out_f}, bias={bias})._parameters -> (name, (type, shape, dtype, "
+                               "requires_grad))"))
+    out.append(probe(_linear_init, _seed(rng), expected=_UNIFORM, compare=_uniform_init,
+                     label="MyLinear(300, 200): max |w|, max |b|, std and mean of w (in bounds), distinct bias values"))
+    shapes = [((4, 3), 3, 2, True), ((4, 3), 3, 5, False), ((2, 4, 3), 3, 2, True), ((3, 4), 4, 4, True),
+              ((5, 3), 3, 2, True)]
+    for _ in range(3):
+        in_f, out_f = int(rng.integers(1, 7)), int(rng.integers(1, 7))
+        lead = tuple(int(n) for n in rng.integers(1, 5, size=int(rng.integers(1, 3))))
+        shapes.append((lead + (in_f,), in_f, out_f, bool(rng.integers(0, 2))))
+    for shape, in_f, out_f, bias in shapes:
+        x, w = _f32(rng, shape), _f32(rng, (out_f, in_f))
+        b = _f32(rng, (out_f,)) if bias else None
+        out.append(probe(_linear_forward, in_f, out_f, bias, x, w, b, expected=_library_forward(x, w, b),
+                         compare=_close(1e-4, 1e-4),
+                         label=f"MyLinear({in_f}, {out_f}, bias={bias}) with given weights, on x of shape {shape}, "
+                               "then (y * y).sum().backward() -> (type, y, weight.grad, bias.grad) as F.linear's"))
+    return out
 
 
 # ------------------------------------------------------------------ 04.6 conv2d_im2col
-
-
-def _conv_cases():
-    return [
-        # (N, C, H, W), (O, C, kh, kw), bias, stride, padding, dtype
-        ((1, 1, 5, 5), (1, 1, 3, 3), False, 1, 0, np.float64),
-        ((2, 3, 6, 7), (4, 3, 3, 3), True, 1, 1, np.float64),
-        ((2, 3, 6, 7), (4, 3, 3, 3), False, 2, 0, np.float64),
-        ((1, 2, 7, 7), (3, 2, 3, 3), True, 2, 2, np.float64),
-        ((2, 2, 5, 6), (2, 2, 2, 3), True, 1, 0, np.float64),
-        ((3, 4, 4, 4), (5, 4, 1, 1), True, 1, 0, np.float64),
-        ((1, 3, 8, 8), (6, 3, 3, 3), True, 3, 1, np.float64),
-        ((2, 3, 5, 5), (4, 3, 3, 3), True, 1, 1, np.float32),
-    ]
-
-
-@exercise("04.6", title="conv2d_im2col", points=3,
-          hint="pad H and W with np.pad; take the windows with sliding_window_view(xp, (kh, kw), axis=(2, 3)) and "
-               "keep every stride-th row and column; reshape them to (N, Ho, Wo, C*kh*kw) so the last axis matches "
-               "weight.reshape(O, C*kh*kw); multiply, add the bias, and move the channels to axis 1. No Python "
-               "loop over pixels: one matrix product does them all.")
-def _conv2d_im2col(conv2d_im2col):
-    import course_lib as cl
-    from course_lib.nn import functional as F
-
-    cases = []
-    for i, (xs, ws, bias, stride, padding, dtype) in enumerate(_conv_cases()):
-        rng = np.random.default_rng(40 + i)
-        x = rng.standard_normal(xs).astype(dtype)
-        w = rng.standard_normal(ws).astype(dtype)
-        b = rng.standard_normal(ws[0]).astype(dtype) if bias else None
-        expected = F.conv2d(cl.tensor(x), cl.tensor(w), None if b is None else cl.tensor(b), stride, padding).numpy()
-        tol = 1e-9 if dtype is np.float64 else 1e-5
-        bias_text = "b" if bias else "None"
-
-        def run(x=x, w=w, b=b, stride=stride, padding=padding):
-            out = conv2d_im2col(x.copy(), w.copy(), None if b is None else b.copy(), stride=stride, padding=padding)
-            return np.asarray(out) if not isinstance(out, np.ndarray) else out
-        cases.append(Case(f"conv2d_im2col(x {xs} {np.dtype(dtype).name}, weight {ws}, {bias_text}, "
-                          f"stride={stride}, padding={padding})", run, expected, compare=_close(tol, tol)))
-    rng = np.random.default_rng(60)
-    x, w, b = rng.standard_normal((1, 1, 130, 130)), rng.standard_normal((2, 1, 3, 3)), rng.standard_normal(2)
-    cases.append(Case("conv2d_im2col(x (1, 1, 130, 130), weight (2, 1, 3, 3), b, stride=1, padding=1): lines of "
-                      "Python run for its 16,900 output pixels", lambda: _python_loop_verdict(conv2d_im2col, x, w, b),
-                      _NO_PIXEL_LOOP))
-    return cases
 
 
 #: A vectorised im2col runs a few hundred lines of Python whatever the size (most of them in np.pad; about
 #: 750 with np.einsum(..., optimize=True), which plans in Python);
 #: a Python loop over output pixels runs at least one line per pixel.
 _PIXEL_LINES_BUDGET = 5000
-_NO_PIXEL_LOOP = f"at most {_PIXEL_LINES_BUDGET} lines: no Python loop over the pixels"
+_NO_PIXEL_LOOP = f"at most {_PIXEL_LINES_BUDGET} lines, the line counter left in place"
 
 
-def _python_loop_verdict(conv2d_im2col, x, w, b) -> str:
-    """Run conv2d_im2col with every line of Python it executes counted (sys.settrace) and say what it means.
+def _python_lines(conv2d_im2col, seed: int) -> dict:
+    """Probe: the lines of Python conv2d_im2col runs on a (1, 1, 130, 130) image (sys.settrace counts them).
 
-    Counting is exact and does not depend on the machine's speed, unlike a time budget.
+    Counting is exact and does not depend on the machine's speed, unlike a time budget. Also says
+    whether the counter was still installed at the end.
     """
     import sys
 
+    r = np.random.default_rng(seed)
+    x, w, b = r.standard_normal((1, 1, 130, 130)), r.standard_normal((2, 1, 3, 3)), r.standard_normal(2)
     lines = 0
 
     def trace(frame, event, arg):
@@ -667,19 +818,65 @@ def _python_loop_verdict(conv2d_im2col, x, w, b) -> str:
     previous = sys.gettrace()
     sys.settrace(trace)
     try:
-        conv2d_im2col(x.copy(), w.copy(), b.copy(), stride=1, padding=1)
+        conv2d_im2col(x, w, b, stride=1, padding=1)
+        kept = sys.gettrace() is trace
     finally:
         sys.settrace(previous)
-    if lines <= _PIXEL_LINES_BUDGET:
-        return _NO_PIXEL_LOOP
-    return f"{lines:,} lines: a Python loop over the pixels?"
+    return {"lines": lines, "counter kept": kept}
+
+
+def _few_lines(got, expected) -> bool | str:
+    if not isinstance(got, dict) or type(got.get("lines")) is not int or got.get("counter kept") is not True:
+        return "the line counter was removed" if isinstance(got, dict) and got.get("counter kept") is False else False
+    if got["lines"] > _PIXEL_LINES_BUDGET:
+        return f"{got['lines']:,} lines: a Python loop over the pixels?"
+    return True
+
+
+@exercise("04.6", title="conv2d_im2col", points=3,
+          hint="pad H and W with np.pad; take the windows with sliding_window_view(xp, (kh, kw), axis=(2, 3)) and "
+               "keep every stride-th row and column; reshape them to (N, Ho, Wo, C*kh*kw) so the last axis matches "
+               "weight.reshape(O, C*kh*kw); multiply, add the bias, and move the channels to axis 1. No Python "
+               "loop over pixels: one matrix product does them all.")
+def _conv2d_im2col(rng):
+    cases = [
+        # (N, C, H, W), (O, C, kh, kw), bias, stride, padding, dtype
+        ((1, 1, 5, 5), (1, 1, 3, 3), False, 1, 0, np.float64),
+        ((2, 3, 6, 7), (4, 3, 3, 3), True, 1, 1, np.float64),
+        ((2, 3, 6, 7), (4, 3, 3, 3), False, 2, 0, np.float64),
+        ((1, 2, 7, 7), (3, 2, 3, 3), True, 2, 2, np.float64),
+        ((2, 2, 5, 6), (2, 2, 2, 3), True, 1, 0, np.float64),
+        ((3, 4, 4, 4), (5, 4, 1, 1), True, 1, 0, np.float64),
+        ((1, 3, 8, 8), (6, 3, 3, 3), True, 3, 1, np.float64),
+        ((2, 3, 5, 5), (4, 3, 3, 3), True, 1, 1, np.float32),
+    ]
+    for _ in range(4):
+        kh, kw = (int(k) for k in rng.integers(1, 4, size=2))
+        n, c, o = (int(k) for k in rng.integers(1, 4, size=3))
+        h, w = kh + int(rng.integers(0, 6)), kw + int(rng.integers(0, 6))
+        cases.append(((n, c, h, w), (o, c, kh, kw), bool(rng.integers(0, 2)), int(rng.integers(1, 4)),
+                      int(rng.integers(0, 3)), [np.float32, np.float64][int(rng.integers(0, 2))]))
+    out = []
+    for xs, ws, bias, stride, padding, dtype in cases:
+        x, w = rng.standard_normal(xs).astype(dtype), rng.standard_normal(ws).astype(dtype)
+        b = rng.standard_normal(ws[0]).astype(dtype) if bias else None
+        expected = F.conv2d(cl.from_numpy(x), cl.from_numpy(w), None if b is None else cl.from_numpy(b),
+                            stride, padding).numpy()
+        tol = 1e-9 if dtype is np.float64 else 1e-5
+        out.append(call(x, w, b, stride=stride, padding=padding, expected=expected, compare=_close(tol, tol),
+                        label=f"conv2d_im2col(x {xs} {np.dtype(dtype).name}, weight {ws}, {'b' if bias else 'None'}, "
+                              f"stride={stride}, padding={padding})"))
+    out.append(probe(_python_lines, _seed(rng), expected=_NO_PIXEL_LOOP, compare=_few_lines,
+                     label="conv2d_im2col(x (1, 1, 130, 130), weight (2, 1, 3, 3), b, stride=1, padding=1): lines of "
+                           "Python run for its 16,900 output pixels"))
+    return out
 
 
 # ------------------------------------------------------------------ 04.7 make_layer
 
 
-def _describe_layer(layer, inplanes):
-    """Per block: (type, 'conv1 in->out /stride', downsample as text or None); then the new inplanes."""
+def _describe_layer(layer, inplanes) -> tuple:
+    """(type, per block (type, 'conv1 in->out /stride', downsample as text or None), the new inplanes)."""
     def conv(c):
         return f"{type(c).__name__} {c.in_channels}->{c.out_channels} /{c.stride[0]}" if hasattr(c, "in_channels") \
             else type(c).__name__
@@ -691,9 +888,18 @@ def _describe_layer(layer, inplanes):
     return type(layer).__name__, blocks, inplanes
 
 
-def reference_make_layer(block, inplanes, planes, blocks, stride=1):
-    from course_lib import nn
-    from course_lib.models.resnet import ResNet
+_BLOCKS = {"BasicBlock": BasicBlock, "Bottleneck": Bottleneck}
+
+
+def _layer_probe(make_layer, block: str, inplanes: int, planes: int, blocks: int, stride: int) -> dict:
+    """Probe: the stage make_layer builds, described, and its state_dict's (key, shape) pairs."""
+    cl.manual_seed(0)
+    layer, new_inplanes = make_layer(_BLOCKS[block], inplanes, planes, blocks, stride)
+    return {"stage": _describe_layer(layer, new_inplanes),
+            "state_dict": [(k, tuple(v.shape)) for k, v in layer.state_dict().items()]}
+
+
+def _library_make_layer(block, inplanes, planes, blocks, stride=1):
     holder = ResNet.__new__(ResNet)
     nn.Module.__init__(holder)
     holder._norm_layer, holder.inplanes, holder.dilation = nn.BatchNorm2d, inplanes, 1
@@ -707,55 +913,36 @@ def reference_make_layer(block, inplanes, planes, blocks, stride=1):
                "Sequential(conv1x1(inplanes, planes * block.expansion, stride), BatchNorm2d(planes * "
                "block.expansion)). The first block gets (inplanes, planes, stride, downsample); the others "
                "(planes * block.expansion, planes). Return (Sequential(*blocks), planes * block.expansion).")
-def _make_layer(make_layer):
-    import course_lib as cl
-    from course_lib.models.resnet import BasicBlock, Bottleneck
-
-    configs = [
-        (BasicBlock, 8, 8, 2, 1),
-        (BasicBlock, 8, 16, 2, 2),
-        (BasicBlock, 8, 8, 3, 2),
-        (BasicBlock, 4, 8, 1, 1),
-        (Bottleneck, 8, 8, 2, 1),
-        (Bottleneck, 32, 8, 2, 1),
-        (Bottleneck, 32, 16, 3, 2),
-    ]
-    cases = []
-    for block, inplanes, planes, blocks, stride in configs:
-        cl.manual_seed(0)
-        expected = _describe_layer(*reference_make_layer(block, inplanes, planes, blocks, stride))
-
-        layer, _ = reference_make_layer(block, inplanes, planes, blocks, stride)
-        expected_keys = [(k, tuple(v.shape)) for k, v in layer.state_dict().items()]
-
-        def run(block=block, inplanes=inplanes, planes=planes, blocks=blocks, stride=stride):
-            cl.manual_seed(0)
-            return make_layer(block, inplanes, planes, blocks, stride)
-
-        call = f"make_layer({block.__name__}, {inplanes}, {planes}, {blocks}, stride={stride})"
-        cases.append(Case(f"{call} -> (type, [(block, conv1, downsample)], new inplanes)",
-                          lambda r=run: _describe_layer(*r()), expected))
-        cases.append(Case(f"{call}[0].state_dict(): (key, shape) pairs",
-                          lambda r=run: [(k, tuple(v.shape)) for k, v in r()[0].state_dict().items()], expected_keys))
-    return cases
+def _make_layer(rng):
+    configs = [("BasicBlock", 8, 8, 2, 1), ("BasicBlock", 8, 16, 2, 2), ("BasicBlock", 8, 8, 3, 2),
+               ("BasicBlock", 4, 8, 1, 1), ("Bottleneck", 8, 8, 2, 1), ("Bottleneck", 32, 8, 2, 1),
+               ("Bottleneck", 32, 16, 3, 2)]
+    for _ in range(3):
+        block = str(rng.choice(list(_BLOCKS)))
+        planes = int(rng.choice([2, 4, 8]))
+        inplanes = int(rng.choice([planes, planes * _BLOCKS[block].expansion, 2 * planes, 4]))
+        configs.append((block, inplanes, planes, int(rng.integers(1, 4)), int(rng.integers(1, 3))))
+    return [probe(_layer_probe, *c, expected=_layer_probe(_library_make_layer, *c),
+                  label=f"make_layer({c[0]}, {c[1]}, {c[2]}, {c[3]}, stride={c[4]}) -> (type, [(block, conv1, "
+                        "downsample)], new inplanes), state_dict (key, shape) pairs")
+            for c in configs]
 
 
 # ------------------------------------------------------------------ 04.8 sgd_step
 
 
-def _sgd_trajectory(step, settings, steps=4, set_to_none=True):
-    """Parameter values after each step, and the momentum buffers at the end.
+def _sgd_trajectory(sgd_step, settings: dict, seed: int, set_to_none: bool = True, steps: int = 4) -> tuple:
+    """Probe: parameter values (a, b, and one that gets no gradient) after each step, and the momentum buffers.
 
     Between steps the gradients are reset as ``optimizer.zero_grad(set_to_none=...)`` does: set to None, or
     zeroed in place, so that the next backward() accumulates into the same tensor (a momentum buffer that
     is that tensor, not a copy, then changes with it).
     """
-    import course_lib as cl
-    rng = np.random.default_rng(7)
-    a = cl.nn.Parameter(cl.tensor(rng.standard_normal((3, 2)).astype(np.float32)))
-    b = cl.nn.Parameter(cl.tensor(rng.standard_normal(2).astype(np.float32)))
-    frozen = cl.nn.Parameter(cl.tensor(rng.standard_normal(2).astype(np.float32)))   # never gets a gradient
-    x = cl.tensor(rng.standard_normal((4, 3)).astype(np.float32))
+    r = np.random.default_rng(seed)
+    a = nn.Parameter(cl.from_numpy(r.standard_normal((3, 2)).astype(np.float32)))
+    b = nn.Parameter(cl.from_numpy(r.standard_normal(2).astype(np.float32)))
+    frozen = nn.Parameter(cl.from_numpy(r.standard_normal(2).astype(np.float32)))   # never gets a gradient
+    x = cl.from_numpy(r.standard_normal((4, 3)).astype(np.float32))
     params = [a, b, frozen]
     state: dict = {}
     trace = []
@@ -768,18 +955,21 @@ def _sgd_trajectory(step, settings, steps=4, set_to_none=True):
                     p.grad.zero_()
         loss = ((x @ a + b).tanh() ** 2).sum() + (a * a).sum() * 0.1
         loss.backward()
-        step(params, state, **settings)
-        trace.append([np.round(p.detach().numpy().astype(np.float64), 5).tolist() for p in params])
+        sgd_step(params, state, **settings)
+        trace.append([_rounded(p) for p in params])
     bufs = []
     for p in params:
         buf = state.get(p, {}).get("momentum_buffer") if isinstance(state, dict) else None
-        bufs.append(None if buf is None else np.round(np.asarray(buf.detach().numpy(), np.float64), 5).tolist())
-    return trace, bufs
+        bufs.append(None if buf is None else _rounded(buf))
+    return {**{f"after step {k + 1}": v for k, v in enumerate(trace)}, "buffers": bufs}
 
 
-def reference_sgd_step(params, state, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
+def _rounded(t) -> list:
+    return np.round(t.detach().numpy().astype(np.float64), 6).tolist()
+
+
+def _library_sgd_step(params, state, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False):
     """One step of course_lib.optim.SGD, with `state` playing the optimizer's state."""
-    import course_lib as cl
     opt = cl.optim.SGD(params, lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                        nesterov=nesterov)
     for p in params:
@@ -795,27 +985,31 @@ def reference_sgd_step(params, state, lr, momentum=0.0, dampening=0.0, weight_de
           hint="skip parameters whose grad is None. g = grad (+ weight_decay * p). With momentum: on the first step "
                "buf = a clone of g (no dampening), later buf = momentum * buf + (1 - dampening) * g; then g = g + "
                "momentum * buf if nesterov else buf. Finally p -= lr * g, in place, under no_grad.")
-def _sgd_step(sgd_step):
+def _sgd_step(rng):
     settings = [
-        dict(lr=0.1),
-        dict(lr=0.1, momentum=0.9),
-        dict(lr=0.05, momentum=0.9, dampening=0.5),
-        dict(lr=0.1, momentum=0.8, weight_decay=0.1),
-        dict(lr=0.1, momentum=0.9, nesterov=True),
-        dict(lr=0.05, momentum=0.5, weight_decay=0.2, nesterov=True),
-        dict(lr=0.1, weight_decay=0.3),
+        (dict(lr=0.1), True),
+        (dict(lr=0.1, momentum=0.9), True),
+        (dict(lr=0.05, momentum=0.9, dampening=0.5), True),
+        (dict(lr=0.1, momentum=0.8, weight_decay=0.1), True),
+        (dict(lr=0.1, momentum=0.9, nesterov=True), True),
+        (dict(lr=0.05, momentum=0.5, weight_decay=0.2, nesterov=True), True),
+        (dict(lr=0.1, weight_decay=0.3), True),
+        (dict(lr=0.1, momentum=0.9), False),
+        (dict(lr=0.1, momentum=0.9, nesterov=True), False),
     ]
-    cases = []
-    for s in settings:
-        expected = _sgd_trajectory(reference_sgd_step, s)
+    for _ in range(3):
+        nesterov = bool(rng.integers(0, 2))
+        s = dict(lr=round(float(rng.uniform(0.01, 0.2)), 3), momentum=round(float(rng.uniform(0.1, 0.95)), 2),
+                 dampening=0.0 if nesterov else round(float(rng.choice([0.0, rng.uniform(0, 0.9)])), 2),
+                 weight_decay=round(float(rng.choice([0.0, rng.uniform(0, 0.3)])), 2), nesterov=nesterov)
+        settings.append((s, bool(rng.integers(0, 2))))
+    out = []
+    for s, set_to_none in settings:
+        seed = _seed(rng)
         text = ", ".join(f"{k}={v}" for k, v in s.items())
-        cases.append(Case(f"4 steps of sgd_step(params, state, {text}) -> (values after each step, buffers)",
-                          lambda s=s: _sgd_trajectory(sgd_step, s), expected, compare=_close(1e-4, 1e-5)))
-    for s in [dict(lr=0.1, momentum=0.9), dict(lr=0.1, momentum=0.9, nesterov=True)]:
-        expected = _sgd_trajectory(reference_sgd_step, s, set_to_none=False)
-        text = ", ".join(f"{k}={v}" for k, v in s.items())
-        cases.append(Case(f"4 steps of sgd_step(params, state, {text}), grads zeroed in place between steps "
-                          "(zero_grad(set_to_none=False)) -> (values, buffers)",
-                          lambda s=s: _sgd_trajectory(sgd_step, s, set_to_none=False), expected,
-                          compare=_close(1e-4, 1e-5)))
-    return cases
+        between = "" if set_to_none else ", grads zeroed in place between steps (zero_grad(set_to_none=False))"
+        out.append(probe(_sgd_trajectory, s, seed, set_to_none,
+                         expected=_sgd_trajectory(_library_sgd_step, s, seed, set_to_none), compare=_close(1e-4, 1e-5),
+                         label=f"4 steps of sgd_step(params, state, {text}){between} -> (values after each step, "
+                               "buffers)"))
+    return out

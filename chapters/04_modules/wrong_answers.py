@@ -144,6 +144,11 @@ def named_parameters_leading_dot(module, prefix=""):
     return [(n[1:] if n.startswith(".") else n, p) for n, p in out] if prefix else [(n, p) for n, p in out]
 
 
+def named_parameters_calls_the_library(module, prefix=""):
+    # the right pairs, from the method the exercise rebuilds (the task says to use only _parameters and _modules)
+    return [(n, p) for n, p in module.named_parameters(prefix=prefix)]
+
+
 # ------------------------------------------------------------------ 04.3 load_state_dict
 def _load_sd(module, state_dict, strict=True, *, check_first=True, strict_sizes=True, order="mu", copy=True):
     import course_lib as cl
@@ -482,7 +487,8 @@ def sgd_step_no_momentum(params, state, lr, momentum=0.0, dampening=0.0, weight_
 WRONG = {
     "04.1": [_mini_module_class(_setattr_no_registration), _mini_module_class(_setattr_no_removal),
              _mini_module_class(_setattr_no_type_errors), _mini_module_class(_setattr_short_messages)],
-    "04.2": [named_parameters_no_dedup, named_parameters_children_first, named_parameters_leading_dot],
+    "04.2": [named_parameters_no_dedup, named_parameters_children_first, named_parameters_leading_dot,
+             named_parameters_calls_the_library],
     "04.3": [load_state_dict_copies_before_checking, load_state_dict_sizes_only_when_strict,
              load_state_dict_unexpected_first, load_state_dict_replaces_parameters],
     "04.4": [record_activations_keeps_hooks, record_activations_type_names, record_activations_population_std,
