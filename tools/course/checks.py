@@ -319,9 +319,12 @@ def _short(value: Any) -> str:
 
 
 def _describe(value: Any) -> str:
+    """`value` shown on one line, cut short (a 2-D array's repr spans lines: they are joined)."""
+    import re
+
     if isinstance(value, Opaque):
-        return f"{value.text} ({value.type_name})"
-    text = _short(value)
+        return re.sub(r"\n\s*", " ", f"{value.text} ({value.type_name})")
+    text = re.sub(r"\n\s*", " ", _short(value))
     if isinstance(value, (list, tuple, dict, set)) or value is None or isinstance(value, (int, float, str, bool)):
         return text
     return f"{text} ({type(value).__name__})"
