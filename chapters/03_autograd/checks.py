@@ -419,8 +419,9 @@ class _Visits:
 
     A correct engine reads each node's parents a few times (counting users, then passing gradients on),
     so the reads grow with the number of nodes. One that passes a partial gradient on every time it
-    reaches a node reads them once per *path*: 2**40 times for ``y = y + y`` repeated 40 times. Past
-    the budget the read raises, so such an engine fails at once instead of running for hours.
+    reaches a node reads them once per *path*: 2**40 times for ``y = y + y`` repeated 40 times. The
+    probe reports how many reads a run made and the judge allows 20 per node (+100); past a far larger
+    cap the read raises, so such an engine stops at once instead of running for hours.
     """
 
     left: int | None = None     # None: no budget (building graphs, the reference)
@@ -536,15 +537,40 @@ def _count_nodes(root) -> int:
     return len(seen)
 
 
-def _within_budget(root, fn) -> None:
-    """``fn(root)`` with a budget of parent reads proportional to the graph's size (see ``_Visits``)."""
+def _allowed_reads(nodes: int) -> int:
+    """Parent reads the judge allows an engine on a graph of `nodes` Vars."""
+    return 20 * nodes + 100
+
+
+def _within_budget(root, fn) -> tuple[int, int]:
+    """``fn(root)``, stopped past a cap of parent reads proportional to the graph's size (see ``_Visits``);
+    (reads made, nodes)."""
     n = _count_nodes(root)
-    _Visits.nodes, _Visits.limit = n, 20 * n + 100
+    _Visits.nodes, _Visits.limit = n, 10 * _allowed_reads(n)
     _Visits.left = _Visits.limit
     try:
         fn(root)
+        return _Visits.limit - _Visits.left, n
     finally:
         _Visits.left = None
+
+
+def _engine_result(grads: list, runs: list) -> dict:
+    reads, nodes = max(r for r, _ in runs), runs[0][1]
+    return {"grads": grads, "reads": reads, "nodes": nodes}
+
+
+def _engine_ok(compare: Callable) -> Callable:
+    """Compare a probe's {"grads", "reads", "nodes"} with the expected grads: reads within what is allowed first."""
+    def cmp(got, expected) -> bool | str:
+        if not isinstance(got, dict) or set(got) != {"grads", "reads", "nodes"}:
+            return False
+        if got["reads"] > _allowed_reads(got["nodes"]):
+            return (f"read .parents {got['reads']} times in a graph of {got['nodes']} nodes: the work must grow "
+                    f"with the number of nodes (count users once, pass each gradient on once), not with the "
+                    f"number of paths")
+        return compare(got["grads"], expected)
+    return cmp
 
 
 def _build(name: str | None, program: list | None, inputs: list | None, V=None) -> tuple:
@@ -561,12 +587,11 @@ def _leaf(v: float) -> Any:
 
 def _leaf_grads(fn, name: str | None, program: list | None = None, inputs: list | None = None,
                 times: int = 1) -> list:
-    """Probe: build the graph, run the learner's run_backward on its root `times` times (each within the
-    budget of parent reads), return the leaves' grads."""
+    """Probe: build the graph, run the learner's run_backward on its root `times` times; the leaves' grads
+    and the most parent reads one run made."""
     root, leaves = _build(name, program, inputs)
-    for _ in range(times):
-        _within_budget(root, fn)
-    return [lf.grad for lf in leaves]
+    runs = [_within_budget(root, fn) for _ in range(times)]
+    return _engine_result([lf.grad for lf in leaves], runs)
 
 
 def _seed_nodes(V=None) -> tuple:
@@ -580,10 +605,10 @@ def _seed_nodes(V=None) -> tuple:
 
 
 def _every_grad(fn) -> list:
-    """Probe: run_backward on the seed example; the grad of every Var, the root's first."""
+    """Probe: run_backward on the seed example; the grad of every Var, the root's first, and the reads."""
     root, named = _seed_nodes()
-    _within_budget(root, fn)
-    return [(name, v.grad) for name, v in named]
+    runs = [_within_budget(root, fn)]
+    return _engine_result([(name, v.grad) for name, v in named], runs)
 
 
 def _close_pairs(got, expected) -> bool:
@@ -609,23 +634,23 @@ def _expected(name: str | None, program: list | None = None, inputs: list | None
           forbid={**_ENGINE_HELPERS, "cl.autograd.backward": cl.autograd.backward,
                   "cl.autograd.grad": cl.autograd.grad})
 def _run_backward(rng):
-    out = [probe(_leaf_grads, name, expected=_expected(name), compare=_close(1e-9, 1e-9),
+    out = [probe(_leaf_grads, name, expected=_expected(name), compare=_engine_ok(_close(1e-9, 1e-9)),
                  label=f"run_backward(<{name}>); leaf grads") for name in _programs()]
     for _ in range(3):
         n_inputs = int(rng.integers(1, 4))
         program = _random_program(rng, n_inputs, int(rng.integers(10, 40)))
         inputs = [float(v) for v in rng.uniform(0.2, 1.2, size=n_inputs).round(3)]
         out.append(probe(_leaf_grads, None, program, inputs, expected=_expected(None, program, inputs),
-                         compare=_close(1e-9, 1e-9),
+                         compare=_engine_ok(_close(1e-9, 1e-9)),
                          label=f"run_backward(<random program of {len(program)} ops on inputs {inputs}>); leaf grads"))
     root, named = _seed_nodes(_leaf)
     grads = cl.autograd.grad(root, [v for _, v in named])
     out.append(probe(_every_grad, expected=[(name, float(g)) for (name, _), g in zip(named, grads)],
-                     compare=_close_pairs,
+                     compare=_engine_ok(_close_pairs),
                      label="run_backward(<seed example>); grads of every Var, the root (which gets 1) first"))
     seed_grads = _expected("seed example")
     out.append(probe(_leaf_grads, "seed example", None, None, 2, expected=[2 * g for g in seed_grads],
-                     compare=_close(1e-9, 1e-9), label="run_backward twice on the seed example: leaf grads accumulate"))
+                     compare=_engine_ok(_close(1e-9, 1e-9)), label="run_backward twice on the seed example: leaf grads accumulate"))
     return out
 
 
