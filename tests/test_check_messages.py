@@ -53,3 +53,25 @@ def test_values_shown_whole_get_no_difference_line():
     with pytest.raises(CheckFailure) as info:
         run_check("96.2", lambda: "3")
     assert "differs" not in str(info.value)
+
+
+def test_judged_checks_show_the_difference_and_why(monkeypatch):
+    """The same messages from the judge (inputs, probe and judge split), plus a compare that says what is wrong."""
+    from course import checks
+    from course.checks import call
+
+    monkeypatch.setattr(checks, "_REGISTRY", dict(checks._REGISTRY))
+
+    @exercise("96.3", title="ramp", points=1, hint="Count from zero.")
+    def _ramp(rng):
+        return [call(200, expected=list(range(200))),
+                call(3, expected=[0, 1, 2], compare=lambda got, exp: got == exp or f"{len(got)} items")]
+
+    with pytest.raises(CheckFailure) as info:
+        run_check("96.3", lambda n: [k if k != 150 else 0 for k in range(n)])
+    lines = str(info.value).splitlines()
+    assert lines[:2] == ["✗ 96.3 ramp: case 1/2 failed", "  input:    ramp(200)"]
+    assert lines[4] == "  differs:  at [150]: expected 150, got 0"
+    with pytest.raises(CheckFailure) as info:
+        run_check("96.3", lambda n: list(range(n)) if n > 3 else [0])
+    assert "  why:      1 items" in str(info.value).splitlines()
