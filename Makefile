@@ -12,10 +12,11 @@ STAMP  := $(VENV)/.installed-stamp
 
 .PHONY: course test oracle bench notebooks clean
 
-# course_lib (the library, pyproject.toml) and the course's tools (tools/pyproject.toml), both editable
+# course_lib (the library, pyproject.toml) with its compiler extra, and the course's tools
+# (tools/pyproject.toml), both editable
 $(STAMP): pyproject.toml tools/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e . -e tools
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[compile]" -e tools
 	@touch $(STAMP)
 
 # The venv's bin/ first on PATH, so that `course grade ...` works as printed in JupyterLab's terminal;
