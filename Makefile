@@ -1,6 +1,6 @@
 # PyTorch from the inside: two commands.
 #   make course   set up (first time) and open the course in JupyterLab
-#   make test     set up (first time) and run every test
+#   make test     set up (first time), lint (ruff, configured in pyproject.toml) and run every test
 # Set COURSE_REQUIRE_ORACLE=1 to also install the oracles, real PyTorch (torch==2.13.0, CPU) and the
 # reference safetensors package, and make the oracle tests fail instead of skipping when one is
 # missing (CI does this).
@@ -30,6 +30,7 @@ oracle: $(STAMP)
 
 test: $(STAMP)
 	@if [ "$$COURSE_REQUIRE_ORACLE" = "1" ]; then $(MAKE) --no-print-directory oracle; fi
+	$(BIN)/ruff check .
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile
 
 bench: $(STAMP)

@@ -24,8 +24,9 @@ for p in (str(HERE), str(HERE.parent)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-import course_lib as cl  # noqa: E402
 from harness import torch_or_none, workload  # noqa: E402
+
+import course_lib as cl  # noqa: E402
 
 #: the issue's targets: course_lib time / torch time
 TORCH_TARGETS = {

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import numpy as np
+from harness import torch_or_none, workload
 
 import course_lib as cl
-from harness import torch_or_none, workload
 
 
 def _inputs(shape, seed=0):

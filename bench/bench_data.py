@@ -30,12 +30,10 @@ for p in (str(HERE), str(HERE.parent)):
         sys.path.insert(0, p)
 
 import numpy as np  # noqa: E402
-
-import course_lib as cl  # noqa: E402
-from course_lib.datasets.synthetic import SyntheticImages  # noqa: E402
-from course_lib.utils import data as D  # noqa: E402
 from harness import torch_or_none, workload  # noqa: E402
 
+from course_lib.datasets.synthetic import SyntheticImages  # noqa: E402
+from course_lib.utils import data as D  # noqa: E402
 
 # ----------------------------------------------------------------------------- datasets (module level: picklable)
 

@@ -23,10 +23,11 @@ for p in (str(HERE), str(HERE.parent)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
+from harness import torch_or_none, workload  # noqa: E402
+
 import course_lib as cl  # noqa: E402
 from course_lib import nn  # noqa: E402
 from course_lib.nn import functional as F  # noqa: E402
-from harness import torch_or_none, workload  # noqa: E402
 
 #: targets, course_lib time / torch time (issue 13, measured each library in its own process)
 TORCH_TARGETS = {
@@ -135,12 +136,12 @@ def mlp_step(quick: bool):
 @workload("Conv2d fwd+bwd 32x3x32x32, 64 filters 3x3, pad 1", rtol=1e-3, atol=1e-3,
           note="target: course_lib within 1.2x of torch")
 def conv_fwd_bwd(quick: bool):
-    N, C, H, O = (2, 3, 6, 4) if quick else (32, 3, 32, 64)
+    N, C, H, Cout = (2, 3, 6, 4) if quick else (32, 3, 32, 64)
     rng = _rng(1)
     xn = rng.standard_normal((N, C, H, H), dtype=np.float32)
-    wn = (rng.standard_normal((O, C, 3, 3)) * 0.2).astype(np.float32)
-    bn = rng.standard_normal(O).astype(np.float32)
-    gn = rng.standard_normal((N, O, H, H), dtype=np.float32)
+    wn = (rng.standard_normal((Cout, C, 3, 3)) * 0.2).astype(np.float32)
+    bn = rng.standard_normal(Cout).astype(np.float32)
+    gn = rng.standard_normal((N, Cout, H, H), dtype=np.float32)
     x = cl.tensor(xn, requires_grad=True)
     w = cl.tensor(wn, requires_grad=True)
     b = cl.tensor(bn, requires_grad=True)
@@ -154,9 +155,9 @@ def conv_fwd_bwd(quick: bool):
 
     def floor():
         cols, (n, ho, wo), padded = _np_im2col(xn, 3, 1, 1)
-        wm = wn.reshape(O, -1)
-        out = np.ascontiguousarray((wm @ cols).reshape(O, n, ho, wo).swapaxes(0, 1)) + bn.reshape(1, -1, 1, 1)
-        gmat = np.ascontiguousarray(gn.reshape(n, O, -1).swapaxes(0, 1)).reshape(O, -1)
+        wm = wn.reshape(Cout, -1)
+        out = np.ascontiguousarray((wm @ cols).reshape(Cout, n, ho, wo).swapaxes(0, 1)) + bn.reshape(1, -1, 1, 1)
+        gmat = np.ascontiguousarray(gn.reshape(n, Cout, -1).swapaxes(0, 1)).reshape(Cout, -1)
         gw = (gmat @ cols.T).reshape(wn.shape)
         dcols = (wm.T @ gmat).reshape(C, 3, 3, n, ho, wo)
         gx = np.zeros((n, C) + padded[2:], np.float32)

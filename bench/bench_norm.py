@@ -8,10 +8,10 @@ compare its course_lib time with the fused one.
 from __future__ import annotations
 
 import numpy as np
+from harness import torch_or_none, workload
 
 import course_lib as cl
 import course_lib.nn.functional as F
-from harness import torch_or_none, workload
 
 
 def _bn_numpy(x, g, w, b, eps=1e-5):

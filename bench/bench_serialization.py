@@ -30,9 +30,9 @@ import sys
 import tempfile
 
 import numpy as np
+from harness import measuring, torch_or_none, workload
 
 import course_lib as cl
-from harness import measuring, torch_or_none, workload
 
 _DIR = tempfile.mkdtemp(prefix="bench-serialization-")
 atexit.register(shutil.rmtree, _DIR, ignore_errors=True)

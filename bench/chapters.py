@@ -29,9 +29,10 @@ for p in (str(HERE), str(HERE.parent)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
+from harness import REGISTRY, Workload, measuring, torch_or_none, workload  # noqa: E402
+
 import course_lib as cl  # noqa: E402
 from course_lib.nn import functional as F  # noqa: E402
-from harness import REGISTRY, Workload, measuring, torch_or_none, workload  # noqa: E402
 
 ADD_SIZES = (1, 10, 100, 1_000, 10_000, 100_000, 1_000_000)
 CONV_BATCHES = (1, 2, 4, 8, 16, 32)

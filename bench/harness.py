@@ -26,7 +26,6 @@ import ctypes
 import gc
 import importlib.util
 import json
-import math
 import os
 import pathlib
 import pickle

@@ -191,7 +191,8 @@ class Tensor(TensorBase, VariableMethods, PythonMethods):
     def __bool__(self):
         n = self.numel()
         if n != 1:
-            raise RuntimeError(f"Boolean value of Tensor with {'more than one value' if n else 'no values'} is ambiguous")
+            values = "more than one value" if n else "no values"
+            raise RuntimeError(f"Boolean value of Tensor with {values} is ambiguous")
         return bool(self.item())
 
     def __len__(self):
@@ -361,4 +362,5 @@ def _scalar_tensor(value) -> Tensor:
 # The kernels make Tensors (``_ops/common.py`` imports the class above), so the modules that need
 # them are imported once the class exists.
 from . import _random  # noqa: E402
-from ._ops.indexing import getitem as _getitem, setitem as _setitem  # noqa: E402
+from ._ops.indexing import getitem as _getitem  # noqa: E402
+from ._ops.indexing import setitem as _setitem  # noqa: E402

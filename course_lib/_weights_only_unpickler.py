@@ -45,10 +45,25 @@ from collections import Counter, OrderedDict
 from pickle import UnpicklingError
 from typing import Any, Callable
 
-from ._pickle_opcodes import (_ARGUMENT_BYTES, _ARGUMENT_BYTES_BY_CODE, _MAX_ARGUMENT_BYTES, _OPNAMES, BINUNICODE,
-                              GLOBAL, LONG1, SHORT_BINSTRING, STOP, _DataOpcodes, _end_of, _opcode_table, _read_line,
-                              _Stop, _truncated)
-from ._pickle_opcodes import MAX_SHARED_TUPLE_ITEMS, MAX_TUPLE_DEPTH  # noqa: F401 (the limits the docstring names)
+from ._pickle_opcodes import (  # noqa: F401 (the limits the docstring names)
+    _ARGUMENT_BYTES,
+    _ARGUMENT_BYTES_BY_CODE,
+    _MAX_ARGUMENT_BYTES,
+    _OPNAMES,
+    BINUNICODE,
+    GLOBAL,
+    LONG1,
+    MAX_SHARED_TUPLE_ITEMS,
+    MAX_TUPLE_DEPTH,
+    SHORT_BINSTRING,
+    STOP,
+    _DataOpcodes,
+    _end_of,
+    _opcode_table,
+    _read_line,
+    _Stop,
+    _truncated,
+)
 from ._tensor import Tensor
 from ._utils import IMPORT_MAPPING, NAME_MAPPING, _star_args, _tensor_set_, _tensor_setstate, shown
 from .nn.parameter import Parameter

@@ -69,21 +69,38 @@ from typing import IO, Any, Callable, Union
 
 import numpy as np
 
-from . import _dtype
-from . import _weights_only_unpickler
+from . import _dtype, _weights_only_unpickler
 from ._atomic_file import _atomic_write
 from ._device import device as _device_cls
-from ._inline_container import (FILE_FORMAT_VERSION, MAX_SUPPORTED_FILE_FORMAT_VERSION,  # noqa: F401
-                                STORAGE_ALIGNMENT, _ArchiveReader, _ArchiveWriter)
+from ._inline_container import (  # noqa: F401
+    FILE_FORMAT_VERSION,
+    MAX_SUPPORTED_FILE_FORMAT_VERSION,
+    STORAGE_ALIGNMENT,
+    _ArchiveReader,
+    _ArchiveWriter,
+)
 from ._size import Size
 from ._storage import Storage
 from ._tensor import Tensor
+from ._utils import (
+    _load_state,
+    _rebuild_from_type_v2,
+    _rebuild_meta_tensor_no_storage,
+    _rebuild_parameter,
+    _rebuild_parameter_with_state,
+    _rebuild_tensor,
+    _rebuild_tensor_v2,
+    _rebuild_tensor_v3,
+)
 from ._utils import shown as _shown
-from ._utils import (_load_state, _rebuild_from_type_v2, _rebuild_meta_tensor_no_storage, _rebuild_parameter,
-                     _rebuild_parameter_with_state, _rebuild_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3)
-from ._weights_only_unpickler import (add_safe_globals, clear_safe_globals, get_safe_globals,  # noqa: F401
-                                      safe_globals)
-from ._weights_only_unpickler import _TORCH_ALLOWED, _torch_only_error
+from ._weights_only_unpickler import (  # noqa: F401
+    _TORCH_ALLOWED,
+    _torch_only_error,
+    add_safe_globals,
+    clear_safe_globals,
+    get_safe_globals,
+    safe_globals,
+)
 
 __all__ = [
     "save", "load", "add_safe_globals", "safe_globals", "get_safe_globals", "clear_safe_globals",

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from oracle import require_torch
 
 import course_lib as cl
-from oracle import require_torch
 
 pytestmark = pytest.mark.oracle
 
@@ -293,8 +294,9 @@ def test_linear_names():
                                        rng.standard_normal(4)])
     if not hasattr(cl, "nn"):
         pytest.skip("course_lib.nn not available")
-    import course_lib.nn.functional as CF
     import torch.nn.functional as TF
+
+    import course_lib.nn.functional as CF
     assert name(CF.linear(cx, cw, cb).grad_fn) == name(TF.linear(tx, tw, tb).grad_fn) == "AddmmBackward0"
     assert name(CF.linear(cx, cw).grad_fn) == name(TF.linear(tx, tw).grad_fn) == "MmBackward0"
 

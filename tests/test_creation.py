@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from oracle import require_torch
 
 import course_lib as cl
 from course_lib import _creation as C
-from oracle import require_torch
 
 
 def dname(dtype) -> str:
@@ -140,13 +140,15 @@ TENSOR_CASES = [
     "T.tensor([])", "T.tensor([[],[]])", "T.tensor([[]])", "T.tensor([[], [1]])", "T.tensor([[1], []])",
     "T.tensor([[[]]])", "T.tensor([1, 2.5])", "T.tensor([True, 1])", "T.tensor([True, 1.5])",
     "T.tensor([np.float64(1), 2])", "T.tensor([np.int32(1), 2])", "T.tensor([np.int32(1), np.int16(2)])",
-    "T.tensor([np.uint8(1), np.int8(2)])", "T.tensor(np.float64(1))", "T.tensor(np.int32(3))", "T.tensor(np.bool_(True))",
+    "T.tensor([np.uint8(1), np.int8(2)])", "T.tensor(np.float64(1))", "T.tensor(np.int32(3))",
+    "T.tensor(np.bool_(True))",
     "T.tensor([np.bool_(True)])", "T.tensor([np.bool_(True), 2])", "T.tensor([np.float32(1.5)], dtype=T.int64)",
     "T.tensor([np.float64(1.5)], dtype=T.int64)", "T.tensor([np.float32(1.5), 2])",
     "T.tensor([T.tensor(1.), T.tensor(2.)])", "T.tensor([T.tensor([1.,2]), T.tensor([3.,4])])",
     "T.tensor([T.tensor(1., dtype=T.float64), 2])", "T.tensor([T.tensor([1,2]), T.tensor([3])])",
     "T.tensor([T.tensor([1,2]), [3, 4]])", "T.tensor([[3, 4], T.tensor([1,2])])", "T.tensor([T.tensor([1,2]), 3])",
-    "T.tensor([1, T.tensor(2)])", "T.tensor([T.tensor(1.5), 2], dtype=T.int64)", "T.tensor([T.tensor(1.5)], dtype=T.bool)",
+    "T.tensor([1, T.tensor(2)])", "T.tensor([T.tensor(1.5), 2], dtype=T.int64)",
+    "T.tensor([T.tensor(1.5)], dtype=T.bool)",
     "T.tensor([[1,2], T.tensor(3)])", "T.tensor([T.tensor([[1]]), 2])", "T.tensor([T.tensor(True), False])",
     "T.tensor([[1.5,2], T.tensor([1,2])], dtype=T.int64)",
     "T.tensor([np.array([1,2]), np.array([3,4])])", "T.tensor([np.array([1.,2]), [3,4]])",
@@ -161,8 +163,10 @@ TENSOR_CASES = [
     "T.tensor([-255], dtype=T.uint8)", "T.tensor([-256], dtype=T.uint8)", "T.tensor([-1.7], dtype=T.uint8)",
     "T.tensor([255.9], dtype=T.uint8)", "T.tensor([-128.5], dtype=T.int8)", "T.tensor([127.9], dtype=T.int8)",
     "T.tensor([2**40], dtype=T.int32)", "T.tensor([2**63])", "T.tensor([2**64])", "T.tensor([-2**63])",
-    "T.tensor([1e10], dtype=T.int32)", "T.tensor([float('nan')], dtype=T.int64)", "T.tensor([float('inf')], dtype=T.int64)",
-    "T.tensor([2.0**63], dtype=T.int64)", "T.tensor([9.2e18], dtype=T.int64)", "T.tensor([2**31-1, -2**31], dtype=T.int32)",
+    "T.tensor([1e10], dtype=T.int32)", "T.tensor([float('nan')], dtype=T.int64)",
+    "T.tensor([float('inf')], dtype=T.int64)",
+    "T.tensor([2.0**63], dtype=T.int64)", "T.tensor([9.2e18], dtype=T.int64)",
+    "T.tensor([2**31-1, -2**31], dtype=T.int32)",
     "T.tensor([2, 0, 0.5], dtype=T.bool)", "T.tensor([float('nan')], dtype=T.bool)", "T.tensor([2**64], dtype=T.bool)",
     "T.tensor([2**64], dtype=T.float32)", "T.tensor([True], dtype=T.float32)", "T.tensor([1e40])",
     "T.tensor([1e40], dtype=T.float16)", "T.tensor([65520.], dtype=T.float16)", "T.tensor([2**60+1], dtype=T.float32)",
@@ -295,7 +299,8 @@ FACTORY_CASES = [
     "T.full((2,), np.float32(1.))", "T.full((2,2), float('nan'))", "T.full((2,), 300, dtype=T.uint8)",
     "T.full((2,), -1, dtype=T.uint8)", "T.full((2,), 1e10, dtype=T.int32)", "T.full((2,), 200, dtype=T.int8)",
     "T.full((2,), 2**40, dtype=T.int16)", "T.full((2,), 2**63)", "T.full((2,), 5, dtype=T.bool)",
-    "T.full((2,), 1e39, dtype=T.float32)", "T.full((2,), 70000., dtype=T.float16)", "T.full((2,), float('nan'), dtype=T.int64)",
+    "T.full((2,), 1e39, dtype=T.float32)", "T.full((2,), 70000., dtype=T.float16)",
+    "T.full((2,), float('nan'), dtype=T.int64)",
     "T.full((2,), 2.5, dtype=T.uint8)", "T.full((2,), -2.5, dtype=T.uint8)", "T.full((2,), -256, dtype=T.uint8)",
     "T.full((2,), float('inf'))", "T.full((2,), -0.0)",
     "T.arange(5)", "T.arange(5.)", "T.arange(0, 5, 2)", "T.arange(0, 5, 0.5)", "T.arange(1, 0)", "T.arange(0, 5, 0)",
@@ -305,18 +310,21 @@ FACTORY_CASES = [
     "T.arange(T.tensor(3))", "T.arange(T.tensor(3.))", "T.arange(np.float64(3))", "T.arange(np.int32(3))",
     "T.arange(3., requires_grad=True)", "T.arange(0., float('nan'))", "T.arange(1.5, float('inf'))",
     "T.arange(0, 10, float('nan'))", "T.arange(float('-inf'), 0)", "T.arange(2**62, 2**63-1, 2**61)",
-    "T.arange(0.5, 3.5, dtype=T.int32)", "T.arange(0, 2.5, 0.5, dtype=T.int32)", "T.arange(-3, 3, 0.7, dtype=T.float16)",
+    "T.arange(0.5, 3.5, dtype=T.int32)", "T.arange(0, 2.5, 0.5, dtype=T.int32)",
+    "T.arange(-3, 3, 0.7, dtype=T.float16)",
     "T.arange(0, 5, 1.5, dtype=T.int64)", "T.arange(-1.5, 2.2, 0.7, dtype=T.int64)", "T.arange(0, 1, 1e-20)",
     "T.arange(start=2, end=5)", "T.arange(end=5)", "T.arange(2, end=5, step=2)", "T.arange(1e9, 1e9+5)",
     "T.arange(10, dtype=T.float16)", "T.arange(3, device='meta')",
     "T.linspace(0, 1, 5)", "T.linspace(0, 10, 5, dtype=T.int64)", "T.linspace(0, 1, 1)", "T.linspace(0, 1, 0)",
     "T.linspace(0, 1, -1)", "T.linspace(3, -1, 7)", "T.linspace(-3.3,7.7,13)", "T.linspace(0, 10, 4, dtype=T.int64)",
-    "T.linspace(10, 0, 4, dtype=T.int64)", "T.linspace(0, 255, 7, dtype=T.uint8)", "T.linspace(-1, 1, 6, dtype=T.int64)",
+    "T.linspace(10, 0, 4, dtype=T.int64)", "T.linspace(0, 255, 7, dtype=T.uint8)",
+    "T.linspace(-1, 1, 6, dtype=T.int64)",
     "T.linspace(-7, 5, 6, dtype=T.int32)", "T.linspace(0, 1, 5, dtype=T.bool)", "T.linspace(T.tensor(0.), 1, 3)",
     "T.linspace(1, 2, 5, requires_grad=True)", "T.linspace(0, 1, 5, dtype=T.float64)", "T.linspace(0, 1, 2.5)",
     "T.eye(3)", "T.eye(2,3)", "T.eye(3, 2)", "T.eye(3, dtype=T.int64)", "T.eye(-1)", "T.eye(0)", "T.eye(2,-1)",
     "T.eye(2, dtype=T.bool)", "T.eye(2, requires_grad=True)", "T.eye(2.0)",
-    "T.scalar_tensor(3)", "T.scalar_tensor(True)", "T.scalar_tensor(3, dtype=T.int64)", "T.scalar_tensor(2.5, dtype=T.int64)",
+    "T.scalar_tensor(3)", "T.scalar_tensor(True)", "T.scalar_tensor(3, dtype=T.int64)",
+    "T.scalar_tensor(2.5, dtype=T.int64)",
     "T.scalar_tensor(T.tensor(2.))", "T.scalar_tensor([1])",
     "T.as_tensor([1,2])", "T.as_tensor(np.array([1,2],dtype=np.int32))", "T.as_tensor(T.ones(2), dtype=T.float64)",
     "T.as_tensor(np.ones(3)[::-1])", "T.as_tensor(3)", "T.as_tensor(3.5, dtype=T.float64)",

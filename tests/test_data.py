@@ -11,11 +11,11 @@ import warnings
 
 import numpy as np
 import pytest
+from oracle import require_torch
 
 import course_lib as cl
 from course_lib.utils import data as D
 from course_lib.utils.data._utils import pin_memory as _pin
-from oracle import require_torch
 
 Point = collections.namedtuple("Point", ["x", "y"])
 

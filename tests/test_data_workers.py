@@ -20,12 +20,12 @@ import warnings
 
 import numpy as np
 import pytest
+from oracle import require_torch
 
 import course_lib as cl
 from course_lib.utils import data as D
 from course_lib.utils.data._utils import shared_memory as shm
 from course_lib.utils.data._utils import worker as W
-from oracle import require_torch
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="worker tests assume Linux")
 
@@ -81,7 +81,7 @@ def no_leftovers():
     assert our_blocks() == []
 
 
-# ----------------------------------------------------------------------------- datasets (module level: spawn can pickle them)
+# ------------------------------------------------------------------ datasets (module level: spawn can pickle them)
 
 class Range(D.Dataset):
     """Sample i is i (an int), optionally slow for some indices."""
@@ -308,7 +308,8 @@ def test_worker_exception_is_reraised_with_its_traceback():
     with pytest.raises(ValueError) as info:
         list(loader)
     msg = str(info.value)
-    assert msg.startswith("Caught ValueError in DataLoader worker process 0.\nOriginal Traceback (most recent call last):")
+    assert msg.startswith("Caught ValueError in DataLoader worker process 0.\n"
+                          "Original Traceback (most recent call last):")
     assert "in __getitem__" in msg and msg.rstrip().endswith("ValueError: bad index 5")
     del info  # test frame -> info -> traceback -> test frame: break the cycle, the iterator goes now
 

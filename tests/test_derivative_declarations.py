@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from oracle import require_torch
 
 import course_lib as cl
 import course_lib.nn.functional as F
 from course_lib._ops.registry import OPS
 from course_lib.autograd import derivatives, nn_derivatives
 from course_lib.autograd.variable_type import Derivative, autograd_kernel
-
-from oracle import require_torch
 
 
 def _same(a, b) -> bool:

@@ -169,7 +169,7 @@ def _reduction_cases(name, rng, gen=rand, dims=(None, 0, 1, (0, 1), -1)):
             if d is None and keep and name in ("prod", "max", "min", "sum", "mean"):
                 continue
             if d is None:
-                cases.append((f"all", lambda x: f(x), (gen(rng, 3, 4),)))
+                cases.append(("all", lambda x: f(x), (gen(rng, 3, 4),)))
             else:
                 cases.append((f"dim{d}-keep{keep}", lambda x, d=d, k=keep: f(x, d, k), (gen(rng, 3, 4),)))
     cases.append(("noncontig", lambda x: f(x, 0) if name not in ("amax", "amin", "logsumexp") else f(x, (0,)),
@@ -294,7 +294,8 @@ def _shape_views(rng):
     return []
 
 
-SPECS["transpose"] = (lambda rng: [("01", lambda x: op("transpose")(x, 0, 2), (rand(rng, 2, 3, 2),))], True, "transpose")
+SPECS["transpose"] = (lambda rng: [("01", lambda x: op("transpose")(x, 0, 2), (rand(rng, 2, 3, 2),))], True,
+                      "transpose")
 SPECS["t"] = (lambda rng: [("2d", op("t"), (rand(rng, 2, 3),)), ("1d", op("t"), (rand(rng, 3),))], True, "t")
 SPECS["permute"] = (lambda rng: [("3d", lambda x: op("permute")(x, (2, 0, 1)), (rand(rng, 2, 3, 2),))], True, "permute")
 SPECS["unsqueeze"] = (lambda rng: [("mid", lambda x: op("unsqueeze")(x, 1), (rand(rng, 2, 3),))], True, "unsqueeze")

@@ -5,7 +5,6 @@ oracle tests in test_nn_oracle.py compare with real torch directly.
 """
 from __future__ import annotations
 
-import warnings
 from collections import OrderedDict
 
 import numpy as np

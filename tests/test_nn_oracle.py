@@ -6,15 +6,13 @@ gradients, buffers and optimizer trajectories are compared in float64.
 """
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
+from oracle import require_torch
 
 import course_lib as cl
 import course_lib.nn.functional as F
 from course_lib import nn, optim
-from oracle import require_torch
 
 RTOL, ATOL = 1e-9, 1e-10
 

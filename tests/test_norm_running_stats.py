@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from oracle import require_torch
 
 import course_lib as cl
 import course_lib.nn.functional as F
 from course_lib import nn
-from oracle import require_torch
 
 
 def test_training_step_leaves_buffer_versions_alone():

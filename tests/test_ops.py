@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 import course_lib as cl
 
-SETTINGS = settings(max_examples=int(os.environ.get("COURSE_HYPOTHESIS_EXAMPLES", 60)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=int(os.environ.get("COURSE_HYPOTHESIS_EXAMPLES", 60)), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
 FLOATS = ["float32", "float64", "float16"]
 INTS = ["int64", "int32", "int16", "int8", "uint8"]
 ALL = FLOATS + INTS + ["bool"]

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from oracle import require_torch
 
 import course_lib as cl
 from course_lib import _tensor_str
-from oracle import require_torch
 
 DTYPES = ["float32", "float64", "float16", "int64", "int32", "int16", "int8", "uint8", "bool"]
 

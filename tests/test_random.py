@@ -11,10 +11,10 @@ import warnings
 
 import numpy as np
 import pytest
+from oracle import require_torch
 
 import course_lib as cl
 from course_lib import _random as R
-from oracle import require_torch
 
 
 def arr(t):

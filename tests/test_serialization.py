@@ -20,13 +20,21 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_serialization_helpers import (
+    call,
+    course_pickle,
+    craft,
+    layout,
+    pickle_program,
+    record_spans,
+    saved_bytes,
+    values,
+)
 
 import course_lib as cl
-from course_lib import memory, nn, serialization as S
+from course_lib import memory, nn
+from course_lib import serialization as S
 from course_lib._storage import Storage
-
-from test_serialization_helpers import (call, course_pickle, craft, layout, pickle_program, record_spans,
-                                        saved_bytes, values)
 
 ALL_DTYPES = [cl.float32, cl.float64, cl.float16, cl.int64, cl.int32, cl.int16, cl.int8, cl.uint8, cl.bool]
 SHAPES = [(), (0,), (1,), (5,), (2, 3), (2, 0, 3), (2, 3, 4)]

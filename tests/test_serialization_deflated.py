@@ -14,10 +14,9 @@ import zipfile
 
 import numpy as np
 import pytest
+from test_serialization_helpers import course_pickle, craft, values
 
 import course_lib as cl
-
-from test_serialization_helpers import course_pickle, craft, values
 
 MB = 1 << 20
 

@@ -18,12 +18,11 @@ from collections import OrderedDict
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_serialization_helpers import record_spans
 
 import course_lib as cl
 from course_lib import _weights_only_unpickler as W
 from course_lib import nn
-
-from test_serialization_helpers import record_spans
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -31,7 +30,8 @@ CAMPAIGN = textwrap.dedent(r"""
     import io, json, pickle, random, sys, time
     import course_lib as cl
 
-    path, out_dir, seed, n_flips, n_mmap = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    path, out_dir = sys.argv[1], sys.argv[2]
+    seed, n_flips, n_mmap = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
     raw = open(path, "rb").read()
     pkl_start, pkl_len = json.loads(sys.argv[6])
     rng = random.Random(seed)

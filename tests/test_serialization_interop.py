@@ -13,13 +13,12 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
+from oracle import require_torch
+from test_serialization_helpers import course_pickle, craft, layout, record_spans, values
 
 import course_lib as cl
 from course_lib import nn
 from course_lib.models import resnet18
-
-from oracle import require_torch
-from test_serialization_helpers import course_pickle, craft, layout, record_spans, values
 
 pytestmark = pytest.mark.oracle
 

@@ -24,13 +24,13 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
+from test_serialization_helpers import arg, binunicode, call, course_pickle, craft, global_op, pickle_program
 
 import course_lib as cl
-from course_lib import _device, _weights_only_unpickler as W
+from course_lib import _device
 from course_lib import _dtype as D
+from course_lib import _weights_only_unpickler as W
 from course_lib import serialization as S
-
-from test_serialization_helpers import arg, binunicode, call, course_pickle, craft, global_op, pickle_program
 
 pytestmark = pytest.mark.filterwarnings("ignore:Detected pickle protocol")
 

@@ -45,13 +45,13 @@ import sys
 from collections import Counter, OrderedDict
 
 import numpy as np
+from test_serialization_helpers import arg, binunicode, course_pickle, craft, global_op
 
 import course_lib as cl
-from course_lib import _device, _weights_only_unpickler as W
+from course_lib import _device
 from course_lib import _dtype as D
+from course_lib import _weights_only_unpickler as W
 from course_lib import serialization as S
-
-from test_serialization_helpers import arg, binunicode, course_pickle, craft, global_op
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = 3000

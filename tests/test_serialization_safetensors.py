@@ -3,18 +3,16 @@ the reference implementation (the ``safetensors`` package, when installed) and b
 from __future__ import annotations
 
 import json
+import os
 import random
 import struct
 
 import numpy as np
-import os
-
 import pytest
+from test_serialization_helpers import layout, values
 
 import course_lib as cl
 from course_lib import safetensors as st
-
-from test_serialization_helpers import layout, values
 
 DTYPES = [cl.float32, cl.float64, cl.float16, cl.int64, cl.int32, cl.int16, cl.int8, cl.uint8, cl.bool]
 

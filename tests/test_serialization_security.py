@@ -17,12 +17,10 @@ import textwrap
 from collections import OrderedDict
 
 import pytest
+from test_serialization_helpers import arg, binunicode, call, course_pickle, craft, global_op, pickle_program
 
 import course_lib as cl
 from course_lib import serialization as S
-
-from test_serialization_helpers import (arg, binunicode, call, course_pickle, craft, global_op,
-                                        pickle_program)
 
 pytestmark = pytest.mark.filterwarnings("ignore:Detected pickle protocol")
 

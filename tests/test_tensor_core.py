@@ -5,7 +5,6 @@ here word for word; ``test_oracle_core.py`` checks the same against real torch.
 """
 from __future__ import annotations
 
-import math
 import pickle
 
 import numpy as np

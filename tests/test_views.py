@@ -20,11 +20,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import course_lib as cl
 from view_chains import shapes, view_chains
 
-SETTINGS = settings(max_examples=int(__import__("os").environ.get("COURSE_HYPOTHESIS_EXAMPLES", 300)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+import course_lib as cl
+
+SETTINGS = settings(max_examples=int(__import__("os").environ.get("COURSE_HYPOTHESIS_EXAMPLES", 300)), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
 DTYPES = ["float32", "int64", "float64", "uint8"]
 
 

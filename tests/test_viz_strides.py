@@ -12,12 +12,11 @@ import pytest  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, Rectangle  # noqa: E402
+from oracle import require_torch  # noqa: E402
 
 import course_lib as cl  # noqa: E402
 from course_lib.viz import draw_strides, stride_explorer  # noqa: E402
 from course_lib.viz.strides import PRESETS, Geometry, geometry_error, geometry_of, storage_indices  # noqa: E402
-
-from oracle import require_torch  # noqa: E402
 
 STORAGE_Y = 0.0
 

@@ -194,7 +194,7 @@ def draw_step(draw, shape: tuple, storage_size: int) -> Step:
         return Step(f"[{idx}]", lambda x: x[idx], lambda a, r: a[idx], new)
     if kind == "index":
         # several basic indices at once: ints, slices, None, ...
-        items, new, np_items = [], [], []
+        items, new = [], []
         d = 0
         used_ellipsis = False
         while d < nd and draw(st.booleans()):
@@ -204,8 +204,8 @@ def draw_step(draw, shape: tuple, storage_size: int) -> Step:
                 items.append(i)
                 d += 1
             elif k == "slice":
-                sl = slice(draw(st.one_of(st.none(), st.integers(-4, 4))), draw(st.one_of(st.none(), st.integers(-4, 4))),
-                           draw(st.one_of(st.none(), st.integers(1, 3))))
+                bound = st.one_of(st.none(), st.integers(-4, 4))
+                sl = slice(draw(bound), draw(bound), draw(st.one_of(st.none(), st.integers(1, 3))))
                 items.append(sl)
                 new.append(len(range(*sl.indices(shape[d]))))
                 d += 1

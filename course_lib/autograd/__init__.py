@@ -12,11 +12,9 @@ engine in ``torch/csrc/autograd/``.
 """
 from __future__ import annotations
 
-from typing import Sequence
-
 from .._tensor_base import TensorBase
-from . import engine, graph, grad_mode, variable_type
-from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
+from . import engine, grad_mode, graph, variable_type
+from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 
 __all__ = ["backward", "grad", "Function", "gradcheck", "gradgradcheck", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled"]

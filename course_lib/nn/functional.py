@@ -71,7 +71,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if approximate == "tanh":
         return 0.5 * input * (1 + (math.sqrt(2 / math.pi) * (input + 0.044715 * input * input * input)).tanh())
     if approximate != "none":
-        raise RuntimeError(f"approximate argument must be either none or tanh.")
+        raise RuntimeError("approximate argument must be either none or tanh.")
     return 0.5 * input * (1 + (input * (1 / math.sqrt(2))).erf())
 
 
@@ -259,7 +259,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
         raise NotImplementedError(f"course_lib's F.pad supports mode='constant' only, got {mode!r}")
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
-    from .. import full, cat
+    from .. import cat, full
     out = input
     nd = input.dim()
     for k in range(len(pad) // 2):

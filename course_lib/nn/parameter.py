@@ -45,8 +45,9 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
     def __reduce_ex__(self, proto):
-        from .._creation import _rebuild_from_numpy
         import numpy as np
+
+        from .._creation import _rebuild_from_numpy
         return (_rebuild_parameter, (_rebuild_from_numpy(np.array(self.detach()._np()), False), self.requires_grad))
 
     def __deepcopy__(self, memo):

@@ -5,8 +5,8 @@ import math
 
 import numpy as np
 
-from .._ops.common import wrap
 from .. import _dtype as D
+from .._ops.common import wrap
 from .optimizer import Optimizer, _use_grad
 
 __all__ = ["Adam", "AdamW"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Callable
 
 from .optimizer import Optimizer
 

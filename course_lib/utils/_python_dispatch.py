@@ -69,8 +69,8 @@ class TorchDispatchMode:
 # logging
 # ---------------------------------------------------------------------------
 def _describe_value(v) -> str:
-    from .._tensor import Tensor
     from .._dtype import dtype
+    from .._tensor import Tensor
     if isinstance(v, Tensor):
         shape = ", ".join(str(s) for s in v._shape)
         dev = "" if v._storage.device == "cpu" else f" {v._storage.device}"

@@ -21,8 +21,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from .. import _random
-from .._tensor import Tensor
-from ..autograd.grad_mode import enable_grad, no_grad
+from ..autograd.grad_mode import enable_grad
 from ..autograd.graph import saved_tensors_hooks
 
 __all__ = ["checkpoint", "checkpoint_sequential"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import warnings
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
 
@@ -684,7 +683,9 @@ class Module:
                 if child is not None:
                     child_prefix = prefix + name + "."
                     child_state_dict = {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)}
-                    load(child, child_state_dict, child_prefix)
+                    # (load is deleted below, once the recursion is over: PyTorch's idiom to break the
+                    # closure's reference cycle; pyflakes reads the del as making this name undefined)
+                    load(child, child_state_dict, child_prefix)  # noqa: F821
 
         load(self, state_dict)
         del load

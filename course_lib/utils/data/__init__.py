@@ -2,7 +2,8 @@
 
 In PyTorch: ``torch/utils/data/``, laid out the same way:
 
-- ``dataset.py``     ``Dataset``, ``IterableDataset``, ``TensorDataset``, ``ConcatDataset``, ``Subset``, ``random_split``
+- ``dataset.py``     ``Dataset``, ``IterableDataset``, ``TensorDataset``, ``ConcatDataset``, ``Subset``,
+  ``random_split``
 - ``sampler.py``     ``SequentialSampler``, ``RandomSampler``, ``SubsetRandomSampler``,
   ``WeightedRandomSampler``, ``BatchSampler``
 - ``dataloader.py``  ``DataLoader`` and its single- and multi-process iterators
@@ -18,12 +19,18 @@ from __future__ import annotations
 
 from ._utils.collate import collate, default_collate, default_collate_fn_map, default_convert
 from ._utils.worker import WorkerInfo, get_worker_info
-from .dataloader import (DataLoader, _DatasetKind, get_all_sharing_strategies, get_sharing_strategy,
-                         set_sharing_strategy)
-from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset, TensorDataset,
-                      random_split)
-from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
-                      WeightedRandomSampler)
+from .dataloader import DataLoader, get_all_sharing_strategies, get_sharing_strategy, set_sharing_strategy
+from .dataset import (
+                      ChainDataset,
+                      ConcatDataset,
+                      Dataset,
+                      IterableDataset,
+                      StackDataset,
+                      Subset,
+                      TensorDataset,
+                      random_split,
+)
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler, WeightedRandomSampler
 
 __all__ = [
     "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset", "RandomSampler",

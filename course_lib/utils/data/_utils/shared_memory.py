@@ -99,9 +99,9 @@ class BlockPool:
 
     def empty(self, shape: tuple, dtype) -> "object":
         """A new course_lib tensor of ``shape`` and ``dtype`` whose storage is a block."""
+        from ...._ops.common import contiguous_strides
         from ...._storage import Storage
         from ...._tensor import Tensor
-        from ...._ops.common import contiguous_strides
 
         numel = 1
         for s in shape:
