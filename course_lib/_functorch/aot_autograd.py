@@ -96,6 +96,11 @@ class _AOTTraceMode(ProxyTorchDispatchMode):
                 if node is not None:
                     self.track(a, node)
                     return node
+                if self.on_meta and a.device.type == "meta":
+                    raise RuntimeError(
+                        "aot_function: while tracing, a tensor was made without going through the dispatcher "
+                        f"(shape {list(a.shape)}; a factory or random function such as bernoulli_ that course_lib "
+                        "does not dispatch yet), so the graph cannot compute it.")
                 if a.requires_grad:
                     raise RuntimeError(
                         "aot_function: fn uses a tensor that requires grad but is not one of its inputs "
@@ -120,7 +125,7 @@ class _AOTTraceMode(ProxyTorchDispatchMode):
             m = self._stand_in.get(id(a))
             if m is None:
                 m = self._stand_in[id(a)] = a.to("meta")
-                self._alive.append(a)
+                self.track(m, self.tensor_to_node[id(a)])   # autograd may save the stand-in
             return m
         if isinstance(a, (list, tuple)):
             return type(a)(self._run_value(x) for x in a)
@@ -174,7 +179,9 @@ class JointGraph:
 
 
 def _meta_copy(t: Tensor, requires_grad: bool) -> Tensor:
-    m = t.detach().to("meta")
+    """A meta tensor like ``t`` with storage of its own (``t.to("meta")`` of a meta tensor is ``t``)."""
+    from .._creation import empty_strided
+    m = empty_strided(tuple(t.shape), t.stride(), dtype=t.dtype, device="meta")
     if requires_grad:
         m.requires_grad_(True)
     return m
