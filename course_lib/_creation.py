@@ -33,10 +33,10 @@ import warnings
 import numpy as np
 from numpy.lib.stride_tricks import as_strided as _np_as_strided
 
-from ._parallel import parallel_copy
 from . import _dtype as D
 from ._device import device as _device_cls
 from ._ops import common as _common
+from ._parallel import parallel_copy
 from ._size import Size
 from ._storage import Storage
 from ._tensor import Tensor
@@ -591,17 +591,13 @@ def empty(*size, dtype: D.dtype | None = None, device=None, requires_grad: bool 
     return _factory(size, "empty", dtype, device, requires_grad, None)
 
 
-_C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "int64_t",
-                 "int32": "int", "int16": "int16_t", "int8": "int8_t", "uint8": "uint8_t", "bool": "bool"}
-
-
 def _checked_fill(value, dtype: D.dtype):
     """A fill value converted to ``dtype`` with PyTorch's overflow check (``Scalar.to<T>()``)."""
     T = Tensor
     if isinstance(value, T):
         value = value.item()
     cat = dtype.category
-    msg = f"value cannot be converted to type {_C_TYPE_NAMES[dtype.name]} without overflow"
+    msg = f"value cannot be converted to type {D.c_type_name(dtype, 'checked')} without overflow"
     if cat == D._BOOL:
         return builtins.bool(value)
     if isinstance(value, (builtins.bool, np.bool_)):

@@ -9,6 +9,9 @@ those categories, exactly as PyTorch does it (see ``result_type``).
 """
 from __future__ import annotations
 
+import builtins  # this module's int, float and bool are dtypes
+from typing import Literal
+
 import numpy as np
 
 __all__ = [
@@ -168,16 +171,9 @@ def scalar_category(value) -> int:
     """Category of a Python scalar: bool < int < float."""
     if value is True or value is False or isinstance(value, np.bool_):
         return _BOOL
-    if isinstance(value, (builtins_int, np.integer)):
+    if isinstance(value, (builtins.int, np.integer)):
         return _INT
     return _FLOAT
-
-
-import builtins as _builtins  # noqa: E402
-
-builtins_int = _builtins.int
-builtins_float = _builtins.float
-builtins_bool = _builtins.bool
 
 
 def scalar_dtype(value) -> dtype:
@@ -190,5 +186,28 @@ def scalar_dtype(value) -> dtype:
     return get_default_dtype()
 
 
-def category_default(category: int) -> dtype:
-    return (bool_, int64, get_default_dtype())[category]
+# ---------------------------------------------------------------------------
+# C++ type names, as PyTorch's error messages spell them
+# ---------------------------------------------------------------------------
+# dtype name -> (checked, demangled, source):
+#   checked    c10::checked_convert's template argument: "value cannot be converted to type int64_t without overflow"
+#   demangled  the compiler's name of the type (typeid): "Could not set tensor of type long int to a tensor of type
+#              float", matmul's "expected m1 and m2 to have the same dtype, but got: long int != float"
+#   source     the name as the kernel's source writes it: random_'s "from is out of bounds for long"
+_C_TYPE_NAMES = {
+    "float32": ("float", "float", "float"),
+    "float64": ("double", "double", "double"),
+    "float16": ("c10::Half", "c10::Half", "c10::Half"),
+    "int64": ("int64_t", "long int", "long"),
+    "int32": ("int", "int", "int"),
+    "int16": ("int16_t", "short int", "short"),
+    "int8": ("int8_t", "signed char", "signed char"),
+    "uint8": ("uint8_t", "unsigned char", "unsigned char"),
+    "bool": ("bool", "bool", "bool"),
+}
+_SPELLINGS = {"checked": 0, "demangled": 1, "source": 2}
+
+
+def c_type_name(dt: dtype, spelling: Literal["checked", "demangled", "source"]) -> str:
+    """The C++ name of ``dt``'s element type, spelled as the PyTorch message being reproduced spells it."""
+    return _C_TYPE_NAMES[dt.name][_SPELLINGS[spelling]]

@@ -24,8 +24,16 @@ import warnings
 import numpy as np
 
 from . import _dtype as D
-from ._creation import (_check_requires_grad, _check_sizes, _fmt_scalar, _parse_device, _parse_dtype,
-                        _parse_size, _tp_name, _like_strides)
+from ._creation import (
+    _check_requires_grad,
+    _check_sizes,
+    _fmt_scalar,
+    _like_strides,
+    _parse_device,
+    _parse_dtype,
+    _parse_size,
+    _tp_name,
+)
 from ._device import device as _device_cls
 from ._ops import common as _common
 from ._ops import dispatcher as _dispatcher
@@ -225,10 +233,7 @@ def randn(*size, generator: Generator | None = None, dtype=None, device=None,
     return _result(arr, shape, dtype, dev, requires_grad)
 
 
-# C names PyTorch uses in random_'s bound messages, and each dtype's range of integers.
-_C_NAMES = {"uint8": "unsigned char", "int8": "signed char", "int16": "short", "int32": "int",
-            "int64": "long", "bool": "bool", "float32": "float", "float64": "double",
-            "float16": "c10::Half"}
+# Each floating dtype's range of exactly representable integers (its significand's bits).
 _DIGITS = {"float32": 24, "float64": 53, "float16": 11}
 
 
@@ -243,7 +248,7 @@ def _check_from_to(frm: int, to: int, dtype: D.dtype) -> None:
     """``random_from_to``'s checks (``aten/src/ATen/native/DistributionTemplates.h``)."""
     if frm >= to:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={frm} >= to={to}")
-    name = _C_NAMES[dtype.name]
+    name = D.c_type_name(dtype, "source")
     if dtype.is_floating_point:
         d = _DIGITS[dtype.name]
         lim = 2 ** d
@@ -265,7 +270,7 @@ def _check_from_to(frm: int, to: int, dtype: D.dtype) -> None:
 def _randint_array(rng, low: int, high: int, shape, dtype: D.dtype) -> np.ndarray:
     """Integers in [low, high) as ``dtype`` (drawn in int64; the range fits by the checks)."""
     if high - 1 > 2 ** 63 - 1 or low < -(2 ** 63):
-        raise RuntimeError(f"to - 1 is out of bounds for {_C_NAMES[dtype.name]}")
+        raise RuntimeError(f"to - 1 is out of bounds for {D.c_type_name(dtype, 'source')}")
     return rng.integers(low, high, size=shape, dtype=np.int64).astype(dtype.np)
 
 
@@ -325,8 +330,7 @@ def randperm(n: int, *, generator: Generator | None = None, dtype=None, device=N
     if dtype is D.bool_:
         raise _not_implemented("randperm", dtype)
     if not dtype.is_floating_point and n > 0 and n - 1 > _int_range(dtype)[1]:
-        from ._creation import _C_TYPE_NAMES
-        raise RuntimeError(f"value cannot be converted to type {_C_TYPE_NAMES[dtype.name]} without overflow")
+        raise RuntimeError(f"value cannot be converted to type {D.c_type_name(dtype, 'checked')} without overflow")
     dev = _parse_device(device)
     arr = None if dev == "meta" else _rng(generator).permutation(n).astype(dtype.np)
     return _result(arr, (n,), dtype, dev, requires_grad)
@@ -500,7 +504,6 @@ def _check_p(p) -> None:
 def bernoulli(input, p=None, *, generator: Generator | None = None, out=None):
     """0/1 draws: each element is 1 with probability ``input[i]`` (or ``p`` for all).
     The result has ``input``'s dtype."""
-    T = Tensor
     if p is None:
         if not input.dtype.is_floating_point:
             raise _not_implemented("bernoulli_tensor_cpu_p_", input.dtype)
@@ -553,9 +556,9 @@ def _uniform_(self, from_: float = 0.0, to: float = 1.0, *, generator: Generator
     fmax = builtins.float(np.finfo(self.dtype.np).max)
     for name, v in (("from", from_), ("to", to)):
         if not (-fmax <= v <= fmax):
-            raise RuntimeError(f"{name} is out of bounds for {_C_NAMES[self.dtype.name]}")
+            raise RuntimeError(f"{name} is out of bounds for {D.c_type_name(self.dtype, 'source')}")
     if to - from_ > fmax:
-        raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<{_C_NAMES[self.dtype.name]}>"
+        raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<{D.c_type_name(self.dtype, 'source')}>"
                            f"::max(), but found to={_fmt_scalar(to)} and from={_fmt_scalar(from_)} which "
                            f"result in to-from to exceed the limit")
     if not _check_inplace(self):

@@ -29,10 +29,6 @@ _INT64_MAX = (1 << 63) - 1
 _SEQUENCES = (tuple, list, Size)
 _U64 = 1 << 64
 
-#: C++ type names in PyTorch's set_ errors ("Could not set tensor of type long int to ...").
-_C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
-                 "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-                 "bool": "bool"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -321,11 +317,12 @@ def _tensor_set_(self: Tensor, *args) -> Tensor:
     else:
         storage = source if isinstance(source, Storage) else source._storage
         if source.dtype is not self.dtype:
+            own_type = _dtype.c_type_name(self.dtype, "demangled")
             if isinstance(source, Storage):
-                raise RuntimeError(f"Expected a Storage of type {_C_TYPE_NAMES[self.dtype.name]} or an UntypedStorage, "
+                raise RuntimeError(f"Expected a Storage of type {own_type} or an UntypedStorage, "
                                    f"but got type {source.dtype._tensor_name} for argument 1 'storage'")
-            raise RuntimeError(f"Could not set tensor of type {_C_TYPE_NAMES[source.dtype.name]} to a tensor of type "
-                               f"{_C_TYPE_NAMES[self.dtype.name]}")
+            raise RuntimeError(f"Could not set tensor of type {_dtype.c_type_name(source.dtype, 'demangled')} to a "
+                               f"tensor of type {own_type}")
         if storage.device != self._storage.device:
             raise RuntimeError(f'Attempted to set the storage of a tensor on device "{self._storage.device}" to a '
                                f'storage on different device "{storage.device}".  This is no longer allowed; the '

@@ -13,11 +13,10 @@ import warnings
 import numpy as np
 
 from .. import _dtype as D
+from .._tensor import Tensor
 from .common import broadcast_two, checked_scalar, empty_meta, wrap, wrap_dim
 from .copies import clone
 from .registry import OPS, register
-
-_T = None
 
 _FULL = slice(None)
 
@@ -106,7 +105,7 @@ def index_put_(self, indices, values, accumulate=False):
                       "performing this operation. This also applies to advanced indexing e.g. tensor[indices] = "
                       "tensor", UserWarning, stacklevel=3)
     idx = _index_arrays(self, indices)
-    v = values._np() if isinstance(values, _T) else values
+    v = values._np() if isinstance(values, Tensor) else values
     a = self._np()
     if accumulate:
         np.add.at(a, idx, v)
@@ -202,11 +201,10 @@ def nonzero(self):
 
 
 def _check_masked_fill(self, mask, value):
-    from .linalg import _NAMES
     if mask.dtype is not D.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{_NAMES[mask.dtype.name]}")
-    if isinstance(value, _T) and value._shape:
+                           f"{D.c_type_name(mask.dtype, 'demangled')}")
+    if isinstance(value, Tensor) and value._shape:
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{len(value._shape)} dimension(s).")
     if mask._shape != self._shape and broadcast_two(mask._shape, self._shape) != self._shape:
@@ -224,13 +222,8 @@ def _masked_fill_meta(self, mask, value):
 def masked_fill(self, mask, value):
     """A copy with ``value`` where ``mask`` is True."""
     _check_masked_fill(self, mask, value)
-    if isinstance(value, _T):
+    if isinstance(value, Tensor):
         value = np.asarray(value._np()).astype(self.dtype.np)
     else:
         value = checked_scalar(value, self.dtype)
     return wrap(np.where(mask._np(), value, self._np()), self.dtype)
-
-
-def _install(tensor_cls):
-    global _T
-    _T = tensor_cls

@@ -188,8 +188,6 @@ def to_np_scalar(value, dtype: D.dtype):
     return np.asarray(value).astype(dtype.np)
 
 
-_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "int64_t", "int32": "int",
-            "int16": "int16_t", "int8": "int8_t", "uint8": "uint8_t", "bool": "bool"}
 
 
 def checked_scalar(value, dtype: D.dtype):
@@ -207,7 +205,7 @@ def checked_scalar(value, dtype: D.dtype):
     if dtype.category == D._FLOAT:
         if dtype is not D.float64 and isinstance(value, (int, float)) and math.isfinite(value) \
                 and abs(value) > float(np.finfo(dtype.np).max):
-            raise RuntimeError(f"value cannot be converted to type {_C_NAMES[dtype.name]} without overflow")
+            raise RuntimeError(f"value cannot be converted to type {D.c_type_name(dtype, 'checked')} without overflow")
         return np.asarray(value, dtype=np.float64).astype(dtype.np)
     info = np.iinfo(dtype.np)
     if isinstance(value, float) and not math.isfinite(value):
@@ -217,7 +215,7 @@ def checked_scalar(value, dtype: D.dtype):
     else:
         bad = value < info.min or value > info.max
     if bad:
-        raise RuntimeError(f"value cannot be converted to type {_C_NAMES[dtype.name]} without overflow")
+        raise RuntimeError(f"value cannot be converted to type {D.c_type_name(dtype, 'checked')} without overflow")
     return np.asarray(int(value)).astype(dtype.np)
 
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._parallel import parallel_copy
+from .._tensor import Tensor
 from .common import broadcast_shapes, broadcast_two, empty_meta, wrap
 from .inplace import check_inplace, check_no_internal_overlap, check_no_partial_overlap
 from .registry import OPS, register
-
-_T = None
 
 
 def _dispatch(name, *args):
@@ -37,7 +36,7 @@ def clone(self, memory_format="preserve_format"):
         return wrap(np.ascontiguousarray(r), self.dtype)
     from .._storage import Storage
     isz = self.dtype.itemsize
-    t = _T._make(Storage(flat, self.dtype), 0, r.shape, tuple(s // isz for s in r.strides), self.dtype)
+    t = Tensor._make(Storage(flat, self.dtype), 0, r.shape, tuple(s // isz for s in r.strides), self.dtype)
     t._npc = r
     return t
 
@@ -69,7 +68,7 @@ def _to_copy(self, dtype=None, device=None):
 
 
 def _copy_meta(self, src, non_blocking=False):
-    check_inplace(self, src._shape if isinstance(src, _T) else (), self.dtype)
+    check_inplace(self, src._shape if isinstance(src, Tensor) else (), self.dtype)
     return self
 
 
@@ -78,7 +77,7 @@ def _copy_meta(self, src, non_blocking=False):
 def copy_(self, src, non_blocking=False):
     """Copy ``src``'s values (broadcast and cast) into ``self``."""
     check_no_internal_overlap(self)
-    if isinstance(src, _T):
+    if isinstance(src, Tensor):
         check_no_partial_overlap(self, src)
         if src._shape != self._shape and broadcast_two(self._shape, src._shape) != self._shape:
             raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape "
@@ -90,8 +89,3 @@ def copy_(self, src, non_blocking=False):
         self._np()[...] = src
     self._vc.value += 1
     return self
-
-
-def _install(tensor_cls):
-    global _T
-    _T = tensor_cls

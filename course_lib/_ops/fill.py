@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._tensor import Tensor
 from .common import checked_scalar
 from .registry import register
-
-_T = None
 
 
 @register("fill_(Tensor(a!) self, Scalar value) -> Tensor(a!)", variants=("method",), is_inplace=True,
           meta=lambda self, value: self)
 def fill_(self, value):
     """Set every element to ``value``."""
-    if isinstance(value, _T):
+    if isinstance(value, Tensor):
         if value._shape:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{len(value._shape)} dimensions.")
@@ -34,8 +33,3 @@ def zero_(self):
     self._np()[...] = 0
     self._vc.value += 1
     return self
-
-
-def _install(tensor_cls):
-    global _T
-    _T = tensor_cls

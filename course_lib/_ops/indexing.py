@@ -12,10 +12,9 @@ import warnings
 import numpy as np
 
 from .. import _dtype as D
+from .._tensor import Tensor
 from .common import wrap
 from .registry import OPS
-
-_T = None
 
 
 def _dispatch(name, *args):
@@ -27,7 +26,7 @@ def _as_index_tensor(obj):
     """A list (or numpy array) used as an index, as a tensor: bools stay a mask, everything else
     becomes int64 (``x[[1.]]`` is ``x[[1]]`` in PyTorch; ``x[[]]`` picks nothing)."""
     from .._creation import tensor
-    if isinstance(obj, _T):
+    if isinstance(obj, Tensor):
         return obj
     if isinstance(obj, np.ndarray):
         if obj.dtype == np.bool_:
@@ -46,12 +45,12 @@ def _treat_sequence_as_tuple(index) -> bool:
     tensor is read as a tuple of indices (``x[[0, slice(None)]]`` is ``x[0, :]``)."""
     if isinstance(index, tuple):
         return True
-    if isinstance(index, _T) or not isinstance(index, (list, range, str)):
+    if isinstance(index, Tensor) or not isinstance(index, (list, range, str)):
         return False
     if len(index) >= 32:
         return False
     for obj in index:
-        if isinstance(obj, (_T, list, tuple, range, str, slice, np.ndarray)) or obj is Ellipsis or obj is None:
+        if isinstance(obj, (Tensor, list, tuple, range, str, slice, np.ndarray)) or obj is Ellipsis or obj is None:
             return True
     return False
 
@@ -61,7 +60,7 @@ def _specified_dims(index: tuple) -> int:
     for it in index:
         if it is None or it is Ellipsis or it is True or it is False:
             continue
-        if isinstance(it, _T) and (it.dtype is D.bool_ or it.dtype is D.uint8):
+        if isinstance(it, Tensor) and (it.dtype is D.bool_ or it.dtype is D.uint8):
             n += len(it._shape)
         else:
             n += 1
@@ -77,7 +76,7 @@ def _int_index(it):
     """The Python int of an integer index (int, numpy integer or 0-d int64/int32 tensor), else None."""
     if isinstance(it, (int, np.integer)) and not isinstance(it, (bool, np.bool_)):
         return int(it)
-    if isinstance(it, _T) and not it._shape and (it.dtype is D.int64 or it.dtype is D.int32):
+    if isinstance(it, Tensor) and not it._shape and (it.dtype is D.int64 or it.dtype is D.int32):
         return int(it.item())
     return None
 
@@ -151,11 +150,11 @@ def apply_slicing(self, index):
             result = _dispatch("unsqueeze", result, dim)
             add_index(_bool_index(it))
             dim += 1
-        elif isinstance(it, _T) and not it._shape and (it.dtype is D.bool_ or it.dtype is D.uint8):
+        elif isinstance(it, Tensor) and not it._shape and (it.dtype is D.bool_ or it.dtype is D.uint8):
             result = _dispatch("unsqueeze", result, dim)
             add_index(_bool_index(bool(it.item())))
             dim += 1
-        elif isinstance(it, (_T, list, tuple, range, np.ndarray, str)):
+        elif isinstance(it, (Tensor, list, tuple, range, np.ndarray, str)):
             t = _as_index_tensor(list(it) if isinstance(it, (tuple, range)) else it)
             add_index(t)
             dim += len(t._shape) if (t.dtype is D.bool_ or t.dtype is D.uint8) else 1
@@ -190,7 +189,7 @@ def setitem(self, index, value):
     """
     view, advanced = apply_slicing(self, index)
     if advanced is None:
-        if isinstance(value, _T):
+        if isinstance(value, Tensor):
             v = value
             k = 0
             while k < len(v._shape) and v._shape[k] == 1:
@@ -203,12 +202,7 @@ def setitem(self, index, value):
         else:
             _dispatch("fill_", view, value)
         return
-    if not isinstance(value, _T):
+    if not isinstance(value, Tensor):
         from .._creation import tensor
         value = tensor(value, dtype=self.dtype)
     _dispatch("index_put_", view, advanced, value, False)
-
-
-def _install(tensor_cls):
-    global _T
-    _T = tensor_cls

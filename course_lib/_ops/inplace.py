@@ -12,10 +12,9 @@ import warnings
 import numpy as np
 
 from .. import _dtype as D
+from .._tensor import Tensor
 from .common import broadcast_shapes, broadcast_two, result_type
 from .registry import OpDef, register
-
-_T = None
 
 
 def can_cast(src: D.dtype, dst: D.dtype) -> bool:
@@ -51,7 +50,7 @@ def check_no_partial_overlap(self, other) -> None:
     """PyTorch's ``assert_no_partial_overlap``: an in-place op may not read memory it writes at another
     place (``x[1:].copy_(x[:-1])``).  Reading exactly the written elements (``x.add_(x)``) is fine;
     layouts too hard to analyse (not dense) are let through, as in PyTorch."""
-    if not isinstance(other, _T) or other._storage is not self._storage or other is self:
+    if not isinstance(other, Tensor) or other._storage is not self._storage or other is self:
         return
     n, m = self.numel(), other.numel()
     if n == 0 or m == 0 or not _non_overlapping_and_dense(self) or not _non_overlapping_and_dense(other):
@@ -117,7 +116,7 @@ def _check_overlaps(self, args: tuple) -> None:
     """``self`` may not overlap itself, nor partly overlap a tensor argument it will be computed from."""
     check_no_internal_overlap(self)
     for a in args:
-        if isinstance(a, _T) and a._storage is self._storage:
+        if isinstance(a, Tensor) and a._storage is self._storage:
             check_no_partial_overlap(self, a)
 
 
@@ -158,18 +157,12 @@ def _masked_fill_inplace_kernel(out_kernel):
 def _clamp_inplace_kernel(out_kernel):
     """``clamp_``: with number bounds, the cast error names the C++ type (PyTorch's quirk)."""
     def kernel(self, *args):
-        if not any(isinstance(a, _T) for a in args):
-            from .linalg import _NAMES
+        if not any(isinstance(a, Tensor) for a in args):
             dt = result_type(self, *args)
             if not can_cast(dt, self.dtype):
                 raise RuntimeError(f"result type {dt._tensor_name} can't be cast to the desired output type "
-                                   f"{_NAMES[self.dtype.name]}")
+                                   f"{D.c_type_name(self.dtype, 'demangled')}")
         _check_overlaps(self, args)
         write_inplace(self, out_kernel(self, *args))
         return self
     return kernel
-
-
-def _install(tensor_cls):
-    global _T
-    _T = tensor_cls

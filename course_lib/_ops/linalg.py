@@ -13,8 +13,6 @@ from .. import _dtype as D
 from .common import broadcast_shapes, empty_meta, wrap
 from .registry import register
 
-_T = None
-
 
 def _dispatch(name, *args):
     from .dispatcher import dispatch
@@ -22,14 +20,12 @@ def _dispatch(name, *args):
     return dispatch(OPS[name], args)
 
 
-_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
-          "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
 
 
 def _same_dtype(a, b, what="m1 and m2"):
     if a.dtype is not b.dtype:
         raise RuntimeError(f"expected {what} to have the same dtype, but got: "
-                           f"{_NAMES[a.dtype.name]} != {_NAMES[b.dtype.name]}")
+                           f"{D.c_type_name(a.dtype, 'demangled')} != {D.c_type_name(b.dtype, 'demangled')}")
 
 
 def _no_bool(kernel: str, *ts) -> None:
@@ -201,11 +197,6 @@ def matmul(self, other):
     if d2 == 1:
         out = _dispatch("squeeze", out, -1)
     return out
-
-
-def _install(tensor_cls):
-    global _T
-    _T = tensor_cls
 
 
 def _expand_op():

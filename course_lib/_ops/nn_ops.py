@@ -37,12 +37,12 @@ def conv_plan(in_shape: tuple, w_shape: tuple, stride: tuple, padding: tuple, di
     """
     nsp = len(in_shape) - 2
     C = in_shape[1]
-    O, Cg = w_shape[0], w_shape[1]
+    Cout, Cg = w_shape[0], w_shape[1]
     if C != Cg * groups:
         raise RuntimeError(
             f"Given groups={groups}, weight of size {list(w_shape)}, expected input{list(in_shape)} to have "
             f"{Cg * groups} channels, but got {C} channels instead")
-    if O % groups != 0:
+    if Cout % groups != 0:
         raise RuntimeError("out_channels must be divisible by groups")
     padded = tuple(in_shape[2 + k] + 2 * padding[k] for k in range(nsp))
     ksz = w_shape[2:]
@@ -137,33 +137,33 @@ def _columns(win, nsp, batched: bool):
 
 
 def _contract_forward(win, w, groups, nsp):
-    """out = W (O, C*K) @ columns: one BLAS product per group (per image and group when batched, which
-    writes the result directly in the (N, O, *out) layout)."""
+    """out = W (Cout, C*K) @ columns: one BLAS product per group (per image and group when batched, which
+    writes the result directly in the (N, Cout, *out) layout)."""
     N = win.shape[0]
-    O = w.shape[0]
+    Cout = w.shape[0]
     out_sp = tuple(win.shape[2 + nsp:])
     L = int(np.prod(out_sp))
     batched = L >= _BATCHED_MIN_PIXELS
     cols = _columns(win, nsp, batched)
-    wm = w.reshape(O, -1)
-    Og = O // groups
+    wm = w.reshape(Cout, -1)
+    Cout_g = Cout // groups
     rows = wm.shape[1]
     if batched:
         if groups == 1:
             out = np.matmul(wm, cols)
         else:
-            out = np.empty((N, O, L), dtype=np.result_type(w, win))
+            out = np.empty((N, Cout, L), dtype=np.result_type(w, win))
             for gi in range(groups):
-                o_sl, r_sl = slice(gi * Og, (gi + 1) * Og), slice(gi * rows, (gi + 1) * rows)
+                o_sl, r_sl = slice(gi * Cout_g, (gi + 1) * Cout_g), slice(gi * rows, (gi + 1) * rows)
                 out[:, o_sl] = np.matmul(wm[o_sl], cols[:, r_sl])
-        return out.reshape((N, O) + out_sp)
+        return out.reshape((N, Cout) + out_sp)
     if groups == 1:
         out = wm @ cols
     else:
-        out = np.empty((O, N * L), dtype=np.result_type(w, win))
+        out = np.empty((Cout, N * L), dtype=np.result_type(w, win))
         for gi in range(groups):
-            out[gi * Og:(gi + 1) * Og] = wm[gi * Og:(gi + 1) * Og] @ cols[gi * rows:(gi + 1) * rows]
-    return np.ascontiguousarray(out.reshape((O, N) + out_sp).swapaxes(0, 1))
+            out[gi * Cout_g:(gi + 1) * Cout_g] = wm[gi * Cout_g:(gi + 1) * Cout_g] @ cols[gi * rows:(gi + 1) * rows]
+    return np.ascontiguousarray(out.reshape((Cout, N) + out_sp).swapaxes(0, 1))
 
 
 def _convolution_backward_meta(grad, input, weight, stride, padding, dilation, groups, has_bias):
@@ -183,33 +183,33 @@ def convolution_backward(grad_output, input, weight, stride, padding, dilation, 
     w = weight._np()
     x = _pad(input._np(), padding)
     N, C = input._shape[:2]
-    O = weight._shape[0]
+    Cout = weight._shape[0]
     ksz = weight._shape[2:]
     K = int(np.prod(ksz))
     L = int(np.prod(out_sp))
-    Cg, Og = C // groups, O // groups
+    Cg, Cout_g = C // groups, Cout // groups
     win = _windows(x, ksz, out_sp, stride, dilation)
-    wm = w.reshape(O, Cg * K)
-    gw = np.empty((O, Cg * K), dtype=w.dtype)
+    wm = w.reshape(Cout, Cg * K)
+    gw = np.empty((Cout, Cg * K), dtype=w.dtype)
     if L >= _BATCHED_MIN_PIXELS:
-        # per image: grad[n] (O, L) is already a matrix of the (N, O, L) gradient
-        g3 = g.reshape(N, O, L)
+        # per image: grad[n] (Cout, L) is already a matrix of the (N, Cout, L) gradient
+        g3 = g.reshape(N, Cout, L)
         cols = _columns(win, nsp, True)          # (N, C*K, L)
         dcols = np.empty_like(cols)
         for gi in range(groups):
-            o_sl = slice(gi * Og, (gi + 1) * Og)
+            o_sl = slice(gi * Cout_g, (gi + 1) * Cout_g)
             r_sl = slice(gi * Cg * K, (gi + 1) * Cg * K)
             # weight: sum over images of grad[n] x columns[n]^T; columns: W^T x grad[n]
             gw[o_sl] = np.matmul(g3[:, o_sl], cols[:, r_sl].transpose(0, 2, 1)).sum(0)
             dcols[:, r_sl] = np.matmul(wm[o_sl].T, g3[:, o_sl])
         dcols = dcols.reshape((N, C) + tuple(ksz) + tuple(out_sp))
     else:
-        # grad as an (O, N*L) matrix, like the folded forward's output before its final transpose
-        gmat = np.ascontiguousarray(g.reshape(N, O, L).swapaxes(0, 1)).reshape(O, N * L)
+        # grad as an (Cout, N*L) matrix, like the folded forward's output before its final transpose
+        gmat = np.ascontiguousarray(g.reshape(N, Cout, L).swapaxes(0, 1)).reshape(Cout, N * L)
         cols = _columns(win, nsp, False)         # (C*K, N*L)
         dcols = np.empty_like(cols)
         for gi in range(groups):
-            o_sl = slice(gi * Og, (gi + 1) * Og)
+            o_sl = slice(gi * Cout_g, (gi + 1) * Cout_g)
             r_sl = slice(gi * Cg * K, (gi + 1) * Cg * K)
             gw[o_sl] = gmat[o_sl] @ cols[r_sl].T     # weight: grad x columns^T
             dcols[r_sl] = wm[o_sl].T @ gmat[o_sl]    # columns: W^T x grad
@@ -508,7 +508,3 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx):
     if padding_idx >= 0:
         out[padding_idx] = 0
     return wrap(out.reshape((num_weights,) + D_), grad_output.dtype)
-
-
-def _install(tensor_cls):
-    pass

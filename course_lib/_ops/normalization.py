@@ -39,10 +39,9 @@ import threading
 
 import numpy as np
 
+from .._parallel import parallel_chunks
 from .common import empty_meta, wrap
 from .registry import register
-from .._parallel import parallel_chunks
-
 
 # ---------------------------------------------------------------------------
 # the kernel every layer calls: statistics per group of an (A, G, B) view
@@ -282,10 +281,6 @@ def _param_sums(dy, xhat, axes_excl):
     return dgamma, dbeta
 
 
-def _np_or_none(t):
-    return None if t is None else t._np()
-
-
 # ---------------------------------------------------------------------------
 # batch norm
 # ---------------------------------------------------------------------------
@@ -516,7 +511,3 @@ def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, g
     dgamma = np.vecdot(dy, xhat.reshape(N, C, -1)).sum(0, dtype=np.float64)
     dbeta = np.matmul(dy, _ones(dy.shape[2], dy.dtype)).sum(0, dtype=np.float64)
     return (wrap(dx3.reshape(input._shape), dt), wrap(dgamma.astype(dt.np), dt), wrap(dbeta.astype(dt.np), dt))
-
-
-def _install(tensor_cls):
-    pass

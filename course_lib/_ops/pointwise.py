@@ -17,15 +17,22 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as D
-from .common import (binary_result_type, broadcast_shapes, broadcast_two, checked_scalar, empty_meta,
-                     result_type, to_np_scalar, wrap)
+from .._tensor import Tensor
+from .common import (
+    binary_result_type,
+    broadcast_shapes,
+    broadcast_two,
+    checked_scalar,
+    empty_meta,
+    result_type,
+    to_np_scalar,
+    wrap,
+)
 from .registry import register
-
-_T = None  # Tensor, filled in by _install()
 
 
 def _is_t(x) -> bool:
-    return isinstance(x, _T)
+    return isinstance(x, Tensor)
 
 
 # ---------------------------------------------------------------------------
@@ -33,7 +40,7 @@ def _is_t(x) -> bool:
 # ---------------------------------------------------------------------------
 def _operand(x, dt: D.dtype):
     """numpy operand of dtype ``dt``: a view (cast if needed) for tensors, the scalar itself otherwise."""
-    if isinstance(x, _T):
+    if isinstance(x, Tensor):
         a = x._npc
         if a is None:
             a = x._np()
@@ -56,7 +63,7 @@ _INT_RANGE = {d: (int(np.iinfo(d.np).min), int(np.iinfo(d.np).max))
 
 
 def _shape_of(x) -> tuple:
-    return x._shape if isinstance(x, _T) else ()
+    return x._shape if isinstance(x, Tensor) else ()
 
 
 def _apply2(fn, a, b, dt: D.dtype):
@@ -65,14 +72,14 @@ def _apply2(fn, a, b, dt: D.dtype):
     try:
         return fn(an, bn)
     except ValueError:
-        if isinstance(a, _T) and isinstance(b, _T):
+        if isinstance(a, Tensor) and isinstance(b, Tensor):
             broadcast_two(a._shape, b._shape)  # PyTorch's error message if they don't broadcast
         raise
     except OverflowError:
         # A Python int too large even for int64: wrap it around like C, as PyTorch does.
-        if not isinstance(a, _T):
+        if not isinstance(a, Tensor):
             an = to_np_scalar(a, dt)
-        if not isinstance(b, _T):
+        if not isinstance(b, Tensor):
             bn = to_np_scalar(b, dt)
         return fn(an, bn)
 
@@ -132,7 +139,7 @@ def _check_alpha(dt, alpha):
           inplace="add_", kind="pointwise")
 def add(self, other, alpha=1):
     """self + alpha * other, broadcasting."""
-    if alpha == 1 and isinstance(other, _T) and isinstance(self, _T) and self.dtype is other.dtype:
+    if alpha == 1 and isinstance(other, Tensor) and isinstance(self, Tensor) and self.dtype is other.dtype:
         return _same_dtype(np.add, self, other)
     dt = binary_result_type(self, other)
     if alpha != 1:
@@ -142,7 +149,7 @@ def add(self, other, alpha=1):
 
 
 def _is_bool(x) -> bool:
-    return x.dtype is D.bool_ if isinstance(x, _T) else (x is True or x is False)
+    return x.dtype is D.bool_ if isinstance(x, Tensor) else (x is True or x is False)
 
 
 def _check_bool_sub(self, other):
@@ -188,7 +195,7 @@ def _rsub_scalar(self, other, alpha):
           kind="pointwise")
 def mul(self, other):
     """Elementwise product, broadcasting."""
-    if isinstance(other, _T) and isinstance(self, _T) and self.dtype is other.dtype:
+    if isinstance(other, Tensor) and isinstance(self, Tensor) and self.dtype is other.dtype:
         return _same_dtype(np.multiply, self, other)
     dt = binary_result_type(self, other)
     return wrap(_apply2(np.multiply, self, other, dt), dt)
@@ -638,17 +645,11 @@ def lerp(self, end, weight):
 
 
 def _check_lerp(self, end, weight):
-    from .linalg import _NAMES
     if self.dtype.category != D._FLOAT:
         kind = "tensor" if _is_t(weight) else "scalar"
         raise NotImplementedError(f"\"lerp_kernel_{kind}\" not implemented for '{self.dtype._tensor_name}'")
     for name, x in (("end", end), ("weight", weight)):
         if _is_t(x) and x.dtype is not self.dtype:
-            raise RuntimeError(f"expected dtype {_NAMES[self.dtype.name]} for `{name}` but got dtype "
-                               f"{_NAMES[x.dtype.name]}")
+            raise RuntimeError(f"expected dtype {D.c_type_name(self.dtype, 'demangled')} for `{name}` but got dtype "
+                               f"{D.c_type_name(x.dtype, 'demangled')}")
     broadcast_shapes(self._shape, end._shape, *([weight._shape] if _is_t(weight) else []))
-
-
-def _install(tensor_cls) -> None:
-    global _T
-    _T = tensor_cls

@@ -6,17 +6,16 @@ all dims, an int, or a tuple) and ``keepdim``.  Integer and bool inputs of
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 import warnings
+from collections import namedtuple
 
 import numpy as np
 
 from .. import _dtype as D
+from .._tensor import Tensor
 from .common import empty_meta, wrap, wrap_dim, wrap_dims
 from .registry import register
 
-_T = None
 _add_reduce = np.add.reduce
 
 
@@ -244,7 +243,7 @@ def _nan_argmin(a, axis=None, keepdims=False):
 def _maxmin_meta(self, dim=None, keepdim=False):
     if dim is None:
         return empty_meta((), self.dtype)
-    if isinstance(dim, _T):
+    if isinstance(dim, Tensor):
         from .common import broadcast_two
         return empty_meta(broadcast_two(self._shape, dim._shape), self.dtype)
     d = wrap_dim(dim, len(self._shape))
@@ -276,7 +275,7 @@ def _maxmin(self, dim, keepdim, reduce, argfn, name, ret):
 @register("max(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", meta=_maxmin_meta, kind="reduction")
 def max(self, dim=None, keepdim=False):  # noqa: A001
     """Largest element; with ``dim``, a (values, indices) pair; ``max(a, b)`` is ``maximum``."""
-    if isinstance(dim, _T):
+    if isinstance(dim, Tensor):
         from .pointwise import maximum
         return maximum.cpu(self, dim)
     return _maxmin(self, dim, keepdim, np.max, np.argmax, "max", max_ret)
@@ -285,7 +284,7 @@ def max(self, dim=None, keepdim=False):  # noqa: A001
 @register("min(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", meta=_maxmin_meta, kind="reduction")
 def min(self, dim=None, keepdim=False):  # noqa: A001
     """Smallest element; with ``dim``, a (values, indices) pair; ``min(a, b)`` is ``minimum``."""
-    if isinstance(dim, _T):
+    if isinstance(dim, Tensor):
         from .pointwise import minimum
         return minimum.cpu(self, dim)
     return _maxmin(self, dim, keepdim, np.min, np.argmin, "min", min_ret)
@@ -361,8 +360,3 @@ def _cumsum_meta(self, dim, dtype=None):
 
 
 cumsum.meta = _cumsum_meta
-
-
-def _install(tensor_cls):
-    global _T
-    _T = tensor_cls

@@ -17,10 +17,9 @@ import builtins as _builtins
 import numpy as np
 
 from .. import _dtype as D
-from .common import broadcast_shapes, contiguous_strides, empty_meta, type_name, wrap, wrap_dim, wrap_dims
+from .._tensor import Tensor
+from .common import contiguous_strides, empty_meta, type_name, wrap, wrap_dim, wrap_dims
 from .registry import register
-
-_T = None
 
 
 def _dispatch(name, *args):
@@ -179,7 +178,7 @@ def view_dtype(self, dtype):
     else:
         data, size = None, st._size * old // new
     new_st = Storage(data, dtype, st.device, size=size, owner=st)
-    return _T._make(new_st, offset, shape, stride, dtype, vc=self._vc)
+    return Tensor._make(new_st, offset, shape, stride, dtype, vc=self._vc)
 
 
 def _dt_name(dt) -> str:
@@ -190,7 +189,7 @@ def _dt_name(dt) -> str:
 def _unsafe_view(self, size):
     """``view`` of a freshly made tensor (what ``reshape`` uses after copying); not a view for autograd."""
     shape = infer_size(size, self.numel())
-    return _T._make(self._storage, self._offset, shape, contiguous_strides(shape), self.dtype)
+    return Tensor._make(self._storage, self._offset, shape, contiguous_strides(shape), self.dtype)
 
 
 @register("reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", kind="composite")
@@ -471,7 +470,7 @@ def as_strided(self, size, stride, storage_offset=None):
     """Any (size, stride, offset) over the same storage, checked to stay inside it."""
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride):
-        raise RuntimeError(f"mismatch in length of strides and shape")
+        raise RuntimeError("mismatch in length of strides and shape")
     off = self._offset if storage_offset is None else storage_offset
     if any(s < 0 for s in size):
         raise RuntimeError(f"Storage size calculation overflowed with sizes={list(size)} and strides={list(stride)}")
@@ -554,7 +553,7 @@ def chunk(self, chunks, dim=0):
 @register("detach(Tensor(a) self) -> Tensor(a)", kind="view")
 def detach(self):
     """Same storage and version counter, no autograd history (not a view for ``_is_view``)."""
-    t = _T._make(self._storage, self._offset, self._shape, self._stride, self.dtype, vc=self._vc)
+    t = Tensor._make(self._storage, self._offset, self._shape, self._stride, self.dtype, vc=self._vc)
     t._npc = self._npc
     return t
 
@@ -562,14 +561,6 @@ def detach(self):
 @register("alias(Tensor(a) self) -> Tensor(a)", variants=(), kind="view", is_view=True)
 def alias(self):
     return self._view(self._shape, self._stride, self._offset)
-
-
-def _install(tensor_cls):
-    global _T
-    _T = tensor_cls
-
-
-__all__ = ["infer_size", "compute_stride", "broadcast_shapes", "empty_meta", "wrap", "np"]
 
 
 # ---------------------------------------------------------------------------

@@ -21,12 +21,6 @@ class GradcheckError(RuntimeError):
     """Raised by ``gradcheck`` when the two Jacobians disagree."""
 
 
-def _flat_outputs(out):
-    from .._tensor import Tensor
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    return [o for o in outs if isinstance(o, Tensor) and o.requires_grad]
-
-
 def _values(out) -> list:
     outs = out if isinstance(out, (tuple, list)) else (out,)
     return [np.array(o.detach()._np(), dtype=np.float64) for o in outs]
@@ -122,7 +116,6 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: flo
                   raise_exception: bool = True) -> bool:
     """gradcheck of the backward pass itself: checks second derivatives (needs ``create_graph`` support)."""
     from .. import autograd
-    from .._creation import randn_like
     from .._random import manual_seed  # noqa: F401
     from .._tensor import Tensor
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)

@@ -360,8 +360,6 @@ class _BaseDataLoaderIter:
         raise NotImplementedError
 
     def __next__(self):
-        if self._sampler_iter is None:
-            self._reset()
         data = self._next_data()
         self._num_yielded += 1
         if (self._dataset_kind == _DatasetKind.Iterable and self._IterableDataset_len_called is not None
