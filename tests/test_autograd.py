@@ -725,3 +725,26 @@ def test_backward_on_meta_tensors():
     (x @ w).relu().sum().backward()
     assert x.grad.shape == (3, 2) and x.grad.is_meta
     assert w.grad.shape == (2, 4) and w.grad.is_meta
+
+
+def test_compute_dependencies_counts_the_edges_into_each_node():
+    """engine.compute_dependencies (engine.cpp's compute_dependencies): a node waits for one gradient per
+    edge into it; the roots, which no edge reaches, are absent; a leaf used twice has one node and two edges."""
+    from course_lib.autograd.engine import compute_dependencies
+
+    x = cl.tensor(2.0, requires_grad=True)
+    a = x * 3
+    out = a.sin() + a.exp() + a * a  # a's node feeds sin, exp and both sides of the product
+    deps = compute_dependencies([out.grad_fn])
+    assert out.grad_fn not in deps
+    assert deps[a.grad_fn] == 4
+    assert deps[a.grad_fn.next_functions[0][0]] == 1  # x's AccumulateGrad
+    y = x * x
+    assert compute_dependencies([y.grad_fn]) == {y.grad_fn.next_functions[0][0]: 2}
+    assert compute_dependencies([None]) == {}
+    # a chain deeper than Python's recursion limit
+    z = x
+    for _ in range(3000):
+        z = z * 1.0
+    deps = compute_dependencies([z.grad_fn])
+    assert len(deps) == 3000 and set(deps.values()) == {1}

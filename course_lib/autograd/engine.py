@@ -52,13 +52,16 @@ def _ones(out):
     return wrap(np.ones(out._shape, dtype=out.dtype.np), out.dtype)
 
 
-def _collect(roots):
-    """Count dependencies of every node reachable from ``roots`` (iteratively: graphs can be deep)."""
+def compute_dependencies(roots) -> dict:
+    """How many gradients each node reachable from ``roots`` waits for: the number of edges
+    (``next_functions`` entries) that point into it. Nodes no edge points into are absent.
+
+    PyTorch's ``Engine::compute_dependencies``; iterative, because graphs can be thousands of
+    nodes deep. ``course_lib.viz.graph.execution_order`` uses it to replay the engine's order.
+    """
     deps = {}
-    seen = set()
     stack = [n for n in roots if n is not None]
-    for n in stack:
-        seen.add(n)
+    seen = set(stack)
     while stack:
         node = stack.pop()
         for nxt, _ in node.next_functions:
@@ -68,7 +71,7 @@ def _collect(roots):
             if nxt not in seen:
                 seen.add(nxt)
                 stack.append(nxt)
-    return deps, seen
+    return deps
 
 
 def _needed(nodes, targets: set) -> set:
@@ -148,7 +151,7 @@ class GraphTask:
 
     def __init__(self, roots, root_grads, retain_graph: bool, captures: dict, inputs, accumulate: bool):
         root_nodes = [n for n, _ in roots if n is not None]
-        self.deps = _collect(root_nodes)[0]
+        self.deps = compute_dependencies(root_nodes)
         self.retain_graph = retain_graph
         self.inputs = inputs
         self.accumulate = accumulate

@@ -19,7 +19,10 @@ is that of ``next_functions``), so the same graph always gives the same picture.
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
+
+from ..autograd.engine import compute_dependencies
 
 __all__ = ["draw_graph", "to_dot", "graph_layout", "GraphNode", "execution_order", "backward_stepper"]
 
@@ -42,7 +45,7 @@ def _shape(t) -> str:
 
 
 def _saved_lines(node) -> list:
-    from ..autograd.graph import SavedTensor, _FREED_MARK
+    from ..autograd.graph import _FREED_MARK, SavedTensor
     saved = getattr(node, "_saved", None)
     if not saved:
         return []
@@ -136,24 +139,14 @@ _DONE = "#fdd0a2"
 def execution_order(tensor) -> list:
     """The nodes in the order ``tensor.backward()`` runs them, without running anything.
 
-    Same rule as the engine (``course_lib/autograd/engine.py``): a node is ready when every
-    edge into it has delivered its gradient; among ready nodes the most recently created
-    (highest sequence number) runs first.
+    Same rule as the engine (``course_lib/autograd/engine.py``), with its dependency counts
+    (``compute_dependencies``): a node is ready when every edge into it has delivered its
+    gradient; among ready nodes the most recently created (highest sequence number) runs first.
     """
-    import heapq
     root = tensor.grad_fn
     if root is None:
         return []
-    deps, seen, stack = {}, {root}, [root]
-    while stack:
-        n = stack.pop()
-        for nxt, _ in n.next_functions:
-            if nxt is None:
-                continue
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+    deps = compute_dependencies([root])
     ready = [(-root._sequence_nr, id(root), root)]
     order = []
     while ready:
@@ -244,8 +237,8 @@ def backward_stepper(tensor, params: dict | None = None, figsize: tuple | None =
     notebook reads well without a live kernel, then returns the ipywidgets control.
     ``figsize`` is passed to both pictures (see ``draw_graph``).
     """
-    import matplotlib.pyplot as plt
     import ipywidgets as widgets
+    import matplotlib.pyplot as plt
 
     n = len(execution_order(tensor))
     draw_graph(tensor, params=params, show_order=True, title="order in which backward() runs the nodes",
