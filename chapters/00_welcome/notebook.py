@@ -50,8 +50,9 @@ from pathlib import Path
 
 assert sys.version_info >= (3, 10), f"this course needs Python 3.10 or newer, not {sys.version.split()[0]}"
 
-import numpy as np
 import matplotlib
+import numpy as np
+
 import course_lib
 from course import check
 

@@ -27,8 +27,8 @@
 # *Prerequisites:* chapter 00; numpy arrays and `dtype`s. *Expected time:* about 2 hours.
 
 # %% id="setup"
-import numpy as np
 import matplotlib.pyplot as plt
+import numpy as np
 
 import course_lib as cl
 from course import check
@@ -336,7 +336,7 @@ check("01.3", infer_shape_and_dtype)
 
 # %% id="ex-01-4-solution" tags=["solution"] exercise="01.4"
 import course_lib as cl
-from course_lib._creation import _store_scalar as store_scalar   # one number -> the dtype's value
+from course_lib._creation import _store_scalar as store_scalar  # one number -> the dtype's value
 
 
 def recursive_store(buf, offset: int, sizes: tuple[int, ...], strides: tuple[int, ...], dim: int,
@@ -617,7 +617,10 @@ except NotImplementedError:
 # | 0-d `int32`, `5` | `int32` | the 0-d tensor is the strongest operand present |
 
 # %% id="promotion-demo"
-t = lambda shape, dtype: cl.zeros(shape, dtype=dtype)
+def t(shape, dtype):
+    return cl.zeros(shape, dtype=dtype)
+
+
 pairs = [
     (t((3,), cl.int64), t((3,), cl.float32)),
     (t((3,), cl.uint8), t((3,), cl.int8)),
@@ -627,7 +630,10 @@ pairs = [
     (t((3,), cl.int64), t((), cl.float64)),
     (t((3,), cl.uint8), t((), cl.int64)),
 ]
-describe = lambda v: f"{v.dtype.name} {'0-d' if v.dim() == 0 else 'tensor'}" if isinstance(v, cl.Tensor) else repr(v)
+def describe(v):
+    return f"{v.dtype.name} {'0-d' if v.dim() == 0 else 'tensor'}" if isinstance(v, cl.Tensor) else repr(v)
+
+
 for a, b in pairs:
     print(f"{describe(a):>15} + {describe(b):<15} -> {cl.result_type(a, b).name:8}  (a + b is {(a + b).dtype.name})")
 
@@ -752,14 +758,17 @@ import sys
 from pathlib import Path
 
 # the course's bench/ folder: next to notebooks/ and solutions/
-bench_dir = next((p / "bench" for p in (Path.cwd(), *Path.cwd().parents) if (p / "bench" / "harness.py").is_file()), None)
+bench_dir = next((p / "bench" for p in (Path.cwd(), *Path.cwd().parents) if (p / "bench" / "harness.py").is_file()),
+                 None)
 harness = None
 if bench_dir is not None:
     sys.path.insert(0, str(bench_dir))
-    import chapters as bench_chapters
     import harness
+
+    import chapters as bench_chapters
 has_torch = importlib.util.find_spec("torch") is not None
-print("benchmark harness:", "found" if harness is not None else "not found (run this notebook from the course's folder)")
+print("benchmark harness:",
+      "found" if harness is not None else "not found (run this notebook from the course's folder)")
 print("comparing with PyTorch:", "yes" if has_torch else "no (not installed: `make oracle` installs it)")
 
 # %% id="measure-sizes"

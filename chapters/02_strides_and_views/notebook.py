@@ -30,7 +30,6 @@
 # %% id="setup"
 import timeit
 
-import numpy as np
 import matplotlib.pyplot as plt
 
 import course_lib as cl
@@ -298,7 +297,8 @@ x = cl.arange(24.).view(2, 3, 4)
 y = x.transpose(0, 2)
 z = x.as_strided((4, 3, 2), (1, 4, 12), 0)      # the geometry worked out by hand
 print(geometry(y), geometry(z))
-print("same values:", (y == z).all().item(), "  same storage:", y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr())
+print("same values:", (y == z).all().item(),
+      "  same storage:", y.untyped_storage().data_ptr() == x.untyped_storage().data_ptr())
 
 # %% [markdown] id="wrap-dim-md"
 # In the next four exercises you write such rules as functions from a geometry to a geometry: they take
@@ -488,7 +488,7 @@ every_other_row = cl.zeros(4, 6)[::2]        # shape (2, 6), strides (12, 1): no
 print("[::2].view(2, 3, 2):", geometry(every_other_row.view(2, 3, 2)))
 try:
     every_other_row.view(12)
-except RuntimeError as e:
+except RuntimeError:
     print("[::2].view(12): RuntimeError")
 
 

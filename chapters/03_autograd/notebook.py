@@ -34,14 +34,14 @@
 import gc
 import math
 
-import numpy as np
 import matplotlib.pyplot as plt
+import numpy as np
 
 import course_lib as cl
+from course import check
 from course_lib import autograd, memory
 from course_lib.autograd import Function
-from course import check
-from course_lib.viz.graph import draw_graph, to_dot
+from course_lib.viz.graph import draw_graph
 
 # %% [markdown] id="graph-md"
 # ## 1 · The graph is recorded while the forward pass runs
@@ -77,7 +77,7 @@ print("MulBackward0 saved self and other:", mul_node._saved_self.item(), mul_nod
 print("leaves:", x1.is_leaf, x2.is_leaf, " a is a leaf:", a.is_leaf)
 
 # %% [markdown] id="graph-picture-md"
-# The picture below is drawn from those same objects (`course_lib.viz.draw_graph`; `to_dot` gives the Graphviz
+# The picture below is drawn from those same objects (`course_lib.viz.draw_graph`; `course_lib.viz.graph.to_dot` gives the Graphviz
 # source if you have Graphviz). Arrows follow the forward direction; `backward()` walks them the other way.
 # Each op node lists the tensors it saved: `MulBackward0` keeps both factors, because $\partial(uv)/\partial u = v$
 # needs the *other* one; `SinBackward0` keeps its input for $\cos$. Notice that `x2` has **one**
@@ -120,7 +120,7 @@ print(f"dz/dy2 = dz/dw * y1 = {y1.item()}              -> {y2.grad.item()}")
 print(f"dz/da  = dz/dy1 / a = {y1.grad.item()} / {A}  -> {a.grad.item()}")
 print(f"dz/dx1 = dz/da * x2 = {a.grad.item()} * {X2}  -> {x1.grad.item()}")
 by_hand = a.grad.item() * X1 + y2.grad.item() * math.cos(X2)
-print(f"dz/dx2 = dz/da * x1 + dz/dy2 * cos(x2)")
+print("dz/dx2 = dz/da * x1 + dz/dy2 * cos(x2)")
 print(f"       = {a.grad.item()} * {X1} + {y2.grad.item()} * {math.cos(X2):.7f}")
 print(f"       = {by_hand:.7f} (by hand, float64)       -> {x2.grad.item()} (course_lib, float32)")
 
@@ -348,8 +348,8 @@ backward_stepper(out, params={"x": x}, figsize=(4.6, 4.4))
 # > **In PyTorch:** `torch/csrc/autograd/engine.cpp`. `compute_dependencies` does pass 1; the
 # > `ReadyQueue` holds nodes whose count reached 0 (ordered so that the most recently created runs first);
 # > `evaluate_function` runs a node and fills its inputs' `InputBuffer`s. course_lib's version,
-# > `course_lib/autograd/engine.py`, has the same pieces under the same names: `GraphTask`, `evaluate_function`,
-# > `call_function`, `validate_outputs`.
+# > `course_lib/autograd/engine.py`, has the same pieces under the same names: `compute_dependencies`,
+# > `GraphTask`, `evaluate_function`, `call_function`, `validate_outputs`.
 #
 # ## Exercise 03.7 · `topological_sort` (3 points)
 #
@@ -635,6 +635,7 @@ print("second derivative:", g2)
 
 # %% id="ex-03-9-solution" tags=["solution"] exercise="03.9"
 import numpy as np
+
 import course_lib as cl
 
 

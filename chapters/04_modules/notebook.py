@@ -33,14 +33,13 @@
 # %% id="setup"
 import time
 
-import numpy as np
 import matplotlib.pyplot as plt
+import numpy as np
 
 import course_lib as cl
+from course import check
 from course_lib import nn
 from course_lib.nn import functional as F
-from course import check
-
 
 # %% [markdown] id="dicts-md"
 # ## 1 · A module is three dictionaries
@@ -334,13 +333,14 @@ x = cl.randn(8, 4)
 
 
 def report(label):
-    bn, drop = model[1], model[2]
+    bn = model[1]
     before = bn.running_mean.clone()
     y = model(x)
     zeros = (y == 0).float().mean().item()
     moved = not bool((bn.running_mean == before).all())
     print(f"{label:24} training={str(model.training):5}  dropout zeros={zeros:4.2f}  "
-          f"BN stats updated={str(moved):5}  y.requires_grad={str(y.requires_grad):5}  grad_fn={type(y.grad_fn).__name__}")
+          f"BN stats updated={str(moved):5}  y.requires_grad={str(y.requires_grad):5}  "
+          f"grad_fn={type(y.grad_fn).__name__}")
 
 
 model.train()
@@ -501,8 +501,9 @@ check("04.3", load_state_dict)
 # %% id="hooks-demo"
 cl.manual_seed(0)
 mlp = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
-handles = [m.register_forward_hook(lambda mod, args, out, name=name: print(f"{name:3} {type(mod).__name__:7} "
-                                                                          f"in {tuple(args[0].shape)} -> out {tuple(out.shape)}"))
+handles = [m.register_forward_hook(
+               lambda mod, args, out, name=name: print(f"{name:3} {type(mod).__name__:7} "
+                                                      f"in {tuple(args[0].shape)} -> out {tuple(out.shape)}"))
            for name, m in mlp.named_children()]
 handles.append(mlp[0].register_forward_pre_hook(lambda mod, args: (args[0] * 0,)))   # replaces the input
 y = mlp(cl.randn(2, 8))
@@ -704,7 +705,7 @@ check("04.5", MyLinear)
 # %% [markdown] id="conv-md"
 # ## 7 · `Conv2d` from the inside: im2col and one matrix product
 #
-# A 2-D convolution layer with weight $W$ of shape `(O, C, kh, kw)` computes, for every image $n$, output
+# A 2-D convolution layer with weight $W$ of shape `(C_out, C, kh, kw)` computes, for every image $n$, output
 # channel $o$ and output pixel $(y, x)$,
 #
 # $$\text{out}[n, o, y, x] = b[o] + \sum_{c, i, j} W[o, c, i, j]\; \text{in}_\text{padded}[n, c,\; s\,y + i,\; s\,x + j]$$
@@ -715,7 +716,7 @@ check("04.5", MyLinear)
 # Written as loops that is six nested `for`s. **im2col** turns it into one matrix product: copy the input
 # pixels under each window into one column of a matrix, so that column $(y, x)$ holds the
 # $C \cdot k_h \cdot k_w$ values the kernel meets at output pixel $(y, x)$. Then
-# `W.reshape(O, C*kh*kw) @ columns` computes every output pixel of every output channel at once, and BLAS
+# `W.reshape(C_out, C*kh*kw) @ columns` computes every output pixel of every output channel at once, and BLAS
 # does the heavy lifting. The price is memory: every input pixel is copied up to $k_h k_w$ times.
 #
 # The picture below shows a 2-channel 4x4 input and a 3x3 kernel: each cell of the column matrix shows which
@@ -808,9 +809,9 @@ print("after a new shape:    ", conv_plan.cache_info())
 #
 # Write `conv2d_im2col(x, weight, bias=None, stride=1, padding=0)` in **numpy**:
 #
-# - `x` has shape `(N, C, H, W)`, `weight` `(O, C, kh, kw)`, `bias` `(O,)` or `None`; `stride` and `padding`
+# - `x` has shape `(N, C, H, W)`, `weight` `(C_out, C, kh, kw)`, `bias` `(C_out,)` or `None`; `stride` and `padding`
 #   are ints, the same for height and width;
-# - return the numpy array `F.conv2d` would compute: shape `(N, O, Ho, Wo)` with
+# - return the numpy array `F.conv2d` would compute: shape `(N, C_out, Ho, Wo)` with
 #   $H_o = \lfloor (H + 2p - k_h)/s \rfloor + 1$ (same for $W_o$), the same dtype as `x`;
 # - build the windows as a view (no Python loop over pixels or channels), then one matrix product. The check
 #   counts the lines of Python your function runs on a 130x130 image: a loop over its pixels shows.
@@ -818,7 +819,7 @@ print("after a new shape:    ", conv_plan.cache_info())
 # *Hint:* `np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))` has shape
 # `(N, C, H', W', kh, kw)`; slice `[:, :, ::stride, ::stride]`, move the channel axis next to the kernel axes
 # (`transpose(0, 2, 3, 1, 4, 5)`) and reshape to `(N, Ho, Wo, C*kh*kw)`: that last axis lines up with
-# `weight.reshape(O, -1)`.
+# `weight.reshape(C_out, -1)`.
 
 # %% id="ex-04-6-solution" tags=["solution"] exercise="04.6"
 import numpy as np
@@ -826,14 +827,14 @@ import numpy as np
 
 def conv2d_im2col(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None, stride: int = 1,
                   padding: int = 0) -> np.ndarray:
-    """2-d cross-correlation of x (N, C, H, W) with weight (O, C, kh, kw), as one matrix product."""
+    """2-d cross-correlation of x (N, C, H, W) with weight (C_out, C, kh, kw), as one matrix product."""
     ### BEGIN SOLUTION
-    O, C, kh, kw = weight.shape
+    C_out, C, kh, kw = weight.shape
     xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding))) if padding else x
     windows = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::stride, ::stride]
     N, _, Ho, Wo = windows.shape[:4]
     columns = windows.transpose(0, 2, 3, 1, 4, 5).reshape(N, Ho, Wo, C * kh * kw)
-    out = columns @ weight.reshape(O, -1).T               # (N, Ho, Wo, O)
+    out = columns @ weight.reshape(C_out, -1).T  # (N, Ho, Wo, C_out)
     if bias is not None:
         out = out + bias
     return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
@@ -869,7 +870,6 @@ check("04.6", conv2d_im2col)
 
 # %% id="resnet-summary"
 from course_lib.models import resnet18
-from course_lib.models.resnet import BasicBlock, Bottleneck, conv1x1
 
 cl.manual_seed(0)
 model = resnet18().eval()
@@ -892,7 +892,8 @@ print(model.layer2)
 
 # %% id="resnet-keys"
 keys = list(model.state_dict())
-print(len(keys), "state_dict keys;", sum(1 for k in keys if k.endswith("num_batches_tracked")), "of them num_batches_tracked")
+print(len(keys), "state_dict keys;", sum(1 for k in keys if k.endswith("num_batches_tracked")),
+      "of them num_batches_tracked")
 print("first:", keys[:7])
 print("layer2.0:", [k for k in keys if k.startswith("layer2.0.")])
 print("last:", keys[-4:])
@@ -1104,7 +1105,8 @@ print("parameters:", sum(p.numel() for p in cnn.parameters()))
 conv_plan.cache_clear()
 start = time.perf_counter()
 cnn_losses, cnn_acc = train(cnn)
-print(f"trained in {time.perf_counter() - start:.1f} s; test accuracy after each epoch: {[round(a, 3) for a in cnn_acc]}")
+print(f"trained in {time.perf_counter() - start:.1f} s; "
+      f"test accuracy after each epoch: {[round(a, 3) for a in cnn_acc]}")
 print("conv plans:", conv_plan.cache_info())
 assert cnn_acc[-1] >= 0.95, cnn_acc
 
@@ -1207,13 +1209,16 @@ import sys
 from pathlib import Path
 
 # the course's bench/ folder: next to notebooks/ and solutions/
-bench_dir = next((p / "bench" for p in (Path.cwd(), *Path.cwd().parents) if (p / "bench" / "harness.py").is_file()), None)
+bench_dir = next((p / "bench" for p in (Path.cwd(), *Path.cwd().parents) if (p / "bench" / "harness.py").is_file()),
+                 None)
 harness = None
 if bench_dir is not None:
     sys.path.insert(0, str(bench_dir))
-    import chapters as bench_chapters
     import harness
-print("benchmark harness:", "found" if harness is not None else "not found (run this notebook from the course's folder)")
+
+    import chapters as bench_chapters
+print("benchmark harness:",
+      "found" if harness is not None else "not found (run this notebook from the course's folder)")
 print("comparing with PyTorch:", "yes" if importlib.util.find_spec("torch") else "no (`make oracle` installs it)")
 
 

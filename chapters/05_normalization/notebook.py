@@ -33,14 +33,14 @@
 import inspect
 import time
 
-import numpy as np
 import matplotlib.pyplot as plt
+import numpy as np
 
 import course_lib as cl
 import course_lib.nn as nn
 import course_lib.nn.functional as F
-from course_lib import memory
 from course import check
+from course_lib import memory
 from course_lib.viz.norm_axes import draw_norm_axes
 
 np.set_printoptions(precision=4, suppress=True)
@@ -745,10 +745,12 @@ from course_lib._ops.normalization import grouped_norm_forward
 
 a3 = a.reshape(N, C, -1)                                  # BatchNorm's view of x: (N, C, H*W)
 y3, mean, rstd, var = grouped_norm_forward(a3, eps)
-print("kernel vs norm_stats (BatchNorm):", f"{np.abs(y3.reshape(a.shape) - norm_stats(a, (0, 2, 3), eps)[0]).max():.1e}")
+print("kernel vs norm_stats (BatchNorm):",
+      f"{np.abs(y3.reshape(a.shape) - norm_stats(a, (0, 2, 3), eps)[0]).max():.1e}")
 rows = a.reshape(1, N, -1)                                # LayerNorm((6, 3, 3))'s view: one row per sample
 y3, mean, rstd, var = grouped_norm_forward(rows, eps, param="inner")
-print("kernel vs norm_stats (LayerNorm):", f"{np.abs(y3.reshape(a.shape) - norm_stats(a, (1, 2, 3), eps)[0]).max():.1e}")
+print("kernel vs norm_stats (LayerNorm):",
+      f"{np.abs(y3.reshape(a.shape) - norm_stats(a, (1, 2, 3), eps)[0]).max():.1e}")
 
 
 # %% [markdown] id="experiment-md"

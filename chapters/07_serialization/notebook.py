@@ -46,12 +46,12 @@ import zipfile
 from collections import OrderedDict
 from pathlib import Path
 
-import numpy as np
 import matplotlib.pyplot as plt
+import numpy as np
 
 import course_lib as cl
-from course_lib import nn, optim
 from course import check
+from course_lib import nn, optim
 from course_lib.viz import draw_strides
 
 # every file this notebook writes goes to a temporary folder, deleted when the kernel stops
@@ -70,7 +70,8 @@ try:  # PyTorch is optional: a few demos compare with it when it is installed
     import torch
 except ImportError:
     torch = None
-print("PyTorch for comparison:", torch.__version__ if torch is not None else "not installed (`make oracle` installs it)")
+print("PyTorch for comparison:",
+      torch.__version__ if torch is not None else "not installed (`make oracle` installs it)")
 
 # %% [markdown] id="pickle-md"
 # ## 1 · A pickle is a program
@@ -392,6 +393,7 @@ except NotImplementedError:
 import pickle
 
 import numpy as np
+
 import course_lib as cl
 
 
@@ -843,13 +845,15 @@ print(f"the function saw {len(seen)} storages, the first: {seen[0]}")
 # %% id="mmap-measure" grader_runs="print('`course grade` skips the measurement (it starts a process per library)')"
 import sys
 
-bench_dir = next((p / "bench" for p in (Path.cwd(), *Path.cwd().parents) if (p / "bench" / "harness.py").is_file()), None)
+bench_dir = next((p / "bench" for p in (Path.cwd(), *Path.cwd().parents) if (p / "bench" / "harness.py").is_file()),
+                 None)
 if bench_dir is None:
     print("measurement skipped: the benchmark harness (the course's bench/ folder) was not found")
 else:
     sys.path.insert(0, str(bench_dir))
-    import chapters as bench_chapters
     import harness
+
+    import chapters as bench_chapters
 
     rows = harness.run(bench_chapters.family("ch07 load"), threads="1", rounds=1, repeat=3)
     ways = ["load", "load(mmap=True)", "load(mmap=True) + first pass"]
