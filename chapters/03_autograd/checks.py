@@ -394,7 +394,7 @@ def _order_problem(got, expected=None) -> bool | str:
 
 
 _ENGINE_HELPERS = {f"course_lib.autograd.engine.{n}": getattr(_engine, n)
-                   for n in ("_collect", "run_backward") if hasattr(_engine, n)}
+                   for n in ("compute_dependencies", "run_backward") if hasattr(_engine, n)}
 
 
 @exercise("03.7", title="topological_sort", points=3,
