@@ -1,151 +1,205 @@
 """Checks for chapter 06 (data loading).
 
-Every exercise is checked against the reference ``course_lib.utils.data``:
-``BatchSampler``, ``default_collate``, ``DataLoader(num_workers=0)``, and for
-the worker loop and the in-order reassembly, small reference functions below
-that follow the contracts stated in the notebook.  The worker loop is run in
-this process with in-memory queues (no processes), so a check is fast and a
-learner's loop that never stops is reported instead of hanging.
+Expected values come from ``course_lib.utils.data``, run in the grader: ``BatchSampler``,
+``default_collate`` and ``DataLoader(num_workers=0)``; for the worker loop and the in-order
+reassembly, from how the inputs were built (which tasks come before the stop, which index fails;
+when each batch becomes yieldable). Datasets, samplers and loaders cannot travel to the kernel, so
+the probes build them there from plain descriptions and return batches as text (``show``): same
+container types, tensor dtypes, shapes and values give the same text. The worker loop runs in the
+kernel's own process with in-memory queues, so a loop that never stops is reported, not waited for.
 """
 from __future__ import annotations
 
 import collections
-import queue
 from typing import Any
 
 import numpy as np
 
-from course.checks import Case, exercise
+import course_lib as cl
+from course_lib.utils import data as D
+from course_lib.utils.data._utils import ExceptionWrapper
 
-
-def _data():
-    from course_lib.utils import data
-    return data
-
-
-def _cl():
-    import course_lib
-    return course_lib
+from course.checks import exercise, probe
 
 
 def show(obj: Any) -> str:
     """A short, readable text for a batch: ``tensor([1, 3], int64)``, ``('a', 'b')``, ``{'x': ...}``.
 
-    Two batches are equal for the checks when their texts are: same container
-    types, same tensor dtypes and shapes, same values.
+    Only exact types are shown by value (a subclass or an unknown object shows as its type), so
+    two batches are equal for the checks when their texts are.
     """
-    from course_lib.utils.data._utils import ExceptionWrapper
-
-    cl = _cl()
-    if isinstance(obj, cl.Tensor):
+    t = type(obj)
+    if t is cl.Tensor:
         return f"tensor({obj.tolist()}, {obj.dtype.name})"
-    if isinstance(obj, ExceptionWrapper):
+    if t is ExceptionWrapper:
         name = obj.exc_type.__name__ if obj.exc_type else None
         return f"ExceptionWrapper({name}, {obj.where!r})"
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return f"{type(obj).__name__}(" + ", ".join(f"{k}={show(v)}" for k, v in zip(obj._fields, obj)) + ")"
-    if isinstance(obj, tuple):
+    if t is Point:
+        return f"Point(x={show(obj.x)}, y={show(obj.y)})"
+    if t is tuple:
         return "(" + ", ".join(show(v) for v in obj) + (",)" if len(obj) == 1 else ")")
-    if isinstance(obj, list):
+    if t is list:
         return "[" + ", ".join(show(v) for v in obj) + "]"
-    if isinstance(obj, dict):
+    if t is dict:
         return "{" + ", ".join(f"{k!r}: {show(v)}" for k, v in obj.items()) + "}"
-    if isinstance(obj, np.ndarray):
+    if t is np.ndarray:
         return f"ndarray({obj.tolist()}, {obj.dtype})"
-    return repr(obj)
+    if t in (str, int, float, bool, type(None)):
+        return repr(obj)
+    return f"<{t.__name__} object>"
 
 
 def parts(obj: Any) -> list:
     """``show`` split at the top level, so that a failure message shows each part whole."""
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return [f"{type(obj).__name__} of {len(obj)}:"] + [f"{k}={show(v)}" for k, v in zip(obj._fields, obj)]
-    if isinstance(obj, (list, tuple)):
+    if type(obj) is Point:
+        return ["Point of 2:", f"x={show(obj.x)}", f"y={show(obj.y)}"]
+    if type(obj) in (list, tuple):
         return [f"{type(obj).__name__} of {len(obj)}:"] + [show(v) for v in obj]
-    if isinstance(obj, dict):
+    if type(obj) is dict:
         return ["dict:"] + [f"{k!r}: {show(v)}" for k, v in obj.items()]
     return [show(obj)]
-
-
-def _outcome(fn, render):
-    """``render(fn())``, or ``"raises ExcType"`` (NotImplementedError passes through)."""
-    try:
-        return render(fn())
-    except NotImplementedError:
-        raise
-    except Exception as e:  # noqa: BLE001 - the error is the value being compared
-        return f"raises {type(e).__name__}"
-
-
-def _case(label: str, run, expected, render=lambda x: x) -> Case:
-    return Case(label, lambda: _outcome(run, render), expected)
 
 
 Point = collections.namedtuple("Point", ["x", "y"])
 
 
+def _source(spec):
+    """A sampler from its description: an int n is range(n), a list is itself."""
+    return range(spec) if isinstance(spec, int) else list(spec)
+
+
+def _source_text(spec) -> str:
+    return f"range({spec})" if isinstance(spec, int) else repr(spec)
+
+
 # ------------------------------------------------------------------ 06.1 BatchSampler
+
+
+def _batches(BatchSampler, source, batch_size: int, drop_last: bool) -> dict:
+    """Probe: the batches a BatchSampler yields, their types, and its len()."""
+    s = BatchSampler(_source(source), batch_size, drop_last)
+    got = list(s)
+    return {"batches": [b if type(b) is list else show(b) for b in got], "len": len(s)}
+
+
+def _iterated_twice(BatchSampler, n: int, batch_size: int) -> list:
+    """Probe: two passes over one BatchSampler(SequentialSampler(range(n)), batch_size, False)."""
+    s = BatchSampler(D.SequentialSampler(range(n)), batch_size, False)
+    return [list(s), list(s)]
+
+
+def _from_random(BatchSampler, n: int, batch_size: int, seed: int) -> list:
+    """Probe: the batches of a BatchSampler over a RandomSampler seeded with `seed`."""
+    return list(BatchSampler(D.RandomSampler(range(n), generator=cl.Generator().manual_seed(seed)), batch_size, False))
 
 
 @exercise("06.1", title="BatchSampler", points=1,
           hint="collect indices from iter(self.sampler) into a list; yield it when it has batch_size items; at "
                "the end yield the leftover list unless it is empty or drop_last is set. __len__: "
                "len(sampler) // batch_size, rounded up unless drop_last.")
-def _batch_sampler(BatchSampler):
-    D = _data()
-    cases = []
-    for source, bs, drop in [(range(10), 3, False), (range(10), 3, True), (range(9), 3, True), (range(9), 3, False),
-                             (range(0), 2, False), (range(1), 4, False), (range(1), 4, True),
-                             ([5, 1, 4, 2, 3], 2, False), (range(7), 1, True), (range(6), 6, False)]:
-        label = f"BatchSampler({source!r}, batch_size={bs}, drop_last={drop})"
-        expected = list(D.BatchSampler(source, bs, drop))
-        cases.append(_case(f"list({label})", lambda s=source, b=bs, d=drop: list(BatchSampler(s, b, d)),
-                           expected))
-        cases.append(_case(f"len({label})", lambda s=source, b=bs, d=drop: len(BatchSampler(s, b, d)),
-                           len(D.BatchSampler(source, bs, drop))))
-
-    def twice():
-        s = BatchSampler(D.SequentialSampler(range(5)), 2, False)
-        return [list(s), list(s)]
-
-    cases.append(_case("s = BatchSampler(SequentialSampler(range(5)), 2, False); [list(s), list(s)]", twice,
-                       [[[0, 1], [2, 3], [4]]] * 2))
-
-    def from_random():
-        cl = _cl()
-        s = BatchSampler(D.RandomSampler(range(7), generator=cl.Generator().manual_seed(0)), 3, False)
-        return list(s)
-
-    cl = _cl()
-    expected = list(D.BatchSampler(D.RandomSampler(range(7), generator=cl.Generator().manual_seed(0)), 3, False))
-    cases.append(_case("list(BatchSampler(RandomSampler(range(7), generator=seed 0), 3, False))", from_random,
-                       expected))
-    return cases
+def _batch_sampler(rng):
+    configs = [(10, 3, False), (10, 3, True), (9, 3, True), (9, 3, False), (0, 2, False), (1, 4, False),
+               (1, 4, True), ([5, 1, 4, 2, 3], 2, False), (7, 1, True), (6, 6, False)]
+    for _ in range(3):
+        n = int(rng.integers(0, 20))
+        source = n if rng.random() < 0.5 else [int(i) for i in rng.permutation(n)]
+        configs.append((source, int(rng.integers(1, 6)), bool(rng.integers(0, 2))))
+    out = []
+    for source, bs, drop in configs:
+        ref = D.BatchSampler(_source(source), bs, drop)
+        out.append(probe(_batches, source, bs, drop, expected={"batches": list(ref), "len": len(ref)},
+                         label=f"BatchSampler({_source_text(source)}, batch_size={bs}, drop_last={drop}): "
+                               "list() and len()"))
+    n, bs = int(rng.integers(3, 9)), int(rng.integers(2, 4))
+    twice = list(D.BatchSampler(D.SequentialSampler(range(n)), bs, False))
+    out.append(probe(_iterated_twice, n, bs, expected=[twice, twice],
+                     label=f"s = BatchSampler(SequentialSampler(range({n})), {bs}, False); [list(s), list(s)]"))
+    n, bs, seed = int(rng.integers(5, 12)), int(rng.integers(2, 5)), int(rng.integers(0, 1000))
+    out.append(probe(_from_random, n, bs, seed,
+                     expected=list(D.BatchSampler(D.RandomSampler(range(n), generator=cl.Generator().manual_seed(seed)),
+                                                  bs, False)),
+                     label=f"list(BatchSampler(RandomSampler(range({n}), generator=seed {seed}), {bs}, False))"))
+    return out
 
 
 # ------------------------------------------------------------------ 06.2 collate
 
 
-def _collate_batches():
-    cl = _cl()
-    return [
-        ("[1, 2, 3]", [1, 2, 3]),
-        ("[1.0, 2.5]", [1.0, 2.5]),
-        ("[True, False]", [True, False]),
-        ("['a', 'b']", ["a", "b"]),
-        ("[tensor([1., 2.]), tensor([3., 4.])]", [cl.tensor([1.0, 2.0]), cl.tensor([3.0, 4.0])]),
-        ("[tensor(1), tensor(2)]", [cl.tensor(1), cl.tensor(2)]),
-        ("[np.ones((2, 2), float32), np.zeros((2, 2), float32)]",
-         [np.ones((2, 2), np.float32), np.zeros((2, 2), np.float32)]),
-        ("[np.arange(3, dtype=int16)] * 2", [np.arange(3, dtype=np.int16)] * 2),
-        ("[(1, 'a', 2.0), (3, 'b', 4.0)]", [(1, "a", 2.0), (3, "b", 4.0)]),
-        ("[[1, 2], [3, 4], [5, 6]]", [[1, 2], [3, 4], [5, 6]]),
-        ("[{'x': 0, 'y': 1.5}, {'x': 100, 'y': 2.5}]", [{"x": 0, "y": 1.5}, {"x": 100, "y": 2.5}]),
-        ("[Point(0, 0.5), Point(1, 1.5)]", [Point(0, 0.5), Point(1, 1.5)]),
-        ("[{'img': tensor([1, 2]), 'meta': ('p', 3)}, {'img': tensor([3, 4]), 'meta': ('q', 4)}]",
-         [{"img": cl.tensor([1, 2]), "meta": ("p", 3)}, {"img": cl.tensor([3, 4]), "meta": ("q", 4)}]),
-        ("[(np.zeros(2, float32), 0), (np.ones(2, float32), 1)]",
-         [(np.zeros(2, np.float32), 0), (np.ones(2, np.float32), 1)]),
-    ]
+def _fixed_batches() -> dict:
+    return {
+        "[1, 2, 3]": [1, 2, 3],
+        "[1.0, 2.5]": [1.0, 2.5],
+        "[True, False]": [True, False],
+        "['a', 'b']": ["a", "b"],
+        "[tensor([1., 2.]), tensor([3., 4.])]": [cl.tensor([1.0, 2.0]), cl.tensor([3.0, 4.0])],
+        "[tensor(1), tensor(2)]": [cl.tensor(1), cl.tensor(2)],
+        "[np.ones((2, 2), float32), np.zeros((2, 2), float32)]":
+            [np.ones((2, 2), np.float32), np.zeros((2, 2), np.float32)],
+        "[np.arange(3, dtype=int16)] * 2": [np.arange(3, dtype=np.int16)] * 2,
+        "[(1, 'a', 2.0), (3, 'b', 4.0)]": [(1, "a", 2.0), (3, "b", 4.0)],
+        "[[1, 2], [3, 4], [5, 6]]": [[1, 2], [3, 4], [5, 6]],
+        "[{'x': 0, 'y': 1.5}, {'x': 100, 'y': 2.5}]": [{"x": 0, "y": 1.5}, {"x": 100, "y": 2.5}],
+        "[Point(0, 0.5), Point(1, 1.5)]": [Point(0, 0.5), Point(1, 1.5)],
+        "[{'img': tensor([1, 2]), 'meta': ('p', 3)}, {'img': tensor([3, 4]), 'meta': ('q', 4)}]":
+            [{"img": cl.tensor([1, 2]), "meta": ("p", 3)}, {"img": cl.tensor([3, 4]), "meta": ("q", 4)}],
+        "[(np.zeros(2, float32), 0), (np.ones(2, float32), 1)]":
+            [(np.zeros(2, np.float32), 0), (np.ones(2, np.float32), 1)],
+        "[None, None]": [None, None],
+        "[object()]": [object()],
+    }
+
+
+def _random_batch(seed: int) -> list:
+    """A batch of 1 to 4 samples of one random structure: dicts, tuples, lists and Points of
+    ints, floats, bools, strings, tensors and numpy arrays."""
+    r = np.random.default_rng(seed)
+    n = int(r.integers(1, 5))
+
+    def leaf(kind: str, shape: tuple):
+        if kind == "int":
+            return [int(v) for v in r.integers(-9, 10, size=n)]
+        if kind == "float":
+            return [float(v) for v in np.round(r.normal(size=n), 2)]
+        if kind == "bool":
+            return [bool(v) for v in r.integers(0, 2, size=n)]
+        if kind == "str":
+            return [str(c) for c in r.choice(list("abcxyz"), size=n)]
+        if kind == "ndarray":
+            shape = shape or (1,)  # an array, not a numpy scalar
+        values = r.integers(-9, 10, size=(n,) + shape)
+        if kind == "tensor":
+            dtype = [cl.float32, cl.int64, cl.float64][int(r.integers(0, 3))]
+            return [cl.tensor(v.tolist(), dtype=dtype) for v in values]
+        dtype = [np.float32, np.int32, np.float64][int(r.integers(0, 3))]
+        return [v.astype(dtype) for v in values]
+
+    def structure(depth: int) -> list:
+        """The n samples of one random structure, as a list."""
+        kinds = ["int", "float", "bool", "str", "tensor", "ndarray"]
+        kind = int(r.integers(2 if depth == 0 else 0, 9 if depth < 2 else 6))
+        if kind < 6:
+            return leaf(kinds[kind], tuple(int(s) for s in r.integers(1, 3, size=int(r.integers(0, 3)))))
+        if kind == 6:
+            keys = sorted({str(k) for k in r.choice(list("pqrs"), size=int(r.integers(1, 4)))})
+            columns = {k: structure(depth + 1) for k in keys}
+            return [{k: columns[k][i] for k in keys} for i in range(n)]
+        if kind == 7:
+            x, y = structure(depth + 1), structure(depth + 1)
+            return [Point(x[i], y[i]) for i in range(n)]
+        columns = [structure(depth + 1) for _ in range(int(r.integers(1, 4)))]
+        make = tuple if r.random() < 0.5 else list
+        return [make(c[i] for c in columns) for i in range(n)]
+
+    return structure(0)
+
+
+def _batch(spec) -> list:
+    return _random_batch(spec) if isinstance(spec, int) else _fixed_batches()[spec]
+
+
+def _collated(collate, spec) -> list:
+    """Probe: the learner's collate of the batch `spec` names, shown part by part."""
+    return parts(collate(_batch(spec)))
 
 
 @exercise("06.2", title="collate", points=2,
@@ -153,13 +207,18 @@ def _collate_batches():
                "float -> float64 tensor; int/bool -> course_lib.tensor(batch); str -> batch unchanged; dict -> "
                "{key: collate([d[key] for d in batch])}; namedtuple -> same type of collated fields; other "
                "tuple/list -> [collate(s) for s in zip(*batch)]; anything else -> TypeError.")
-def _collate(collate):
-    D = _data()
-    cases = [_case(f"collate({label})", lambda b=batch: collate(b), parts(D.default_collate(batch)), parts)
-             for label, batch in _collate_batches()]
-    cases.append(_case("collate([None, None])", lambda: collate([None, None]), "raises TypeError"))
-    cases.append(_case("collate([object()])", lambda: collate([object()]), "raises TypeError"))
-    return cases
+def _collate(rng):
+    out = []
+    for spec in list(_fixed_batches()) + [int(rng.integers(0, 2**31 - 1)) for _ in range(5)]:
+        label = f"collate({spec})" if isinstance(spec, str) else \
+            f"collate({show(_batch(spec))[:200]})"
+        try:
+            expected = parts(D.default_collate(_batch(spec)))
+        except TypeError:
+            out.append(probe(_collated, spec, raises=TypeError, label=label))
+            continue
+        out.append(probe(_collated, spec, expected=expected, label=label))
+    return out
 
 
 # ------------------------------------------------------------------ 06.3 SingleProcessIter
@@ -178,65 +237,93 @@ class _Squares:
         return i, float(i * i)
 
 
-def _loaders():
-    D = _data()
-    cl = _cl()
-    return [
-        ("DataLoader(ds10, batch_size=3)", lambda: D.DataLoader(_Squares(10), batch_size=3)),
-        ("DataLoader(ds10, batch_size=3, drop_last=True)",
-         lambda: D.DataLoader(_Squares(10), batch_size=3, drop_last=True)),
-        ("DataLoader(ds10, batch_size=4, sampler=[9, 0, 8, 1, 7])",
-         lambda: D.DataLoader(_Squares(10), batch_size=4, sampler=[9, 0, 8, 1, 7])),
-        ("DataLoader(ds10, batch_sampler=[[3, 1], [0], [9, 8, 7]])",
-         lambda: D.DataLoader(_Squares(10), batch_sampler=[[3, 1], [0], [9, 8, 7]])),
-        ("DataLoader(ds4, batch_size=None)", lambda: D.DataLoader(_Squares(4), batch_size=None)),
-        ("DataLoader(ds10, batch_size=None, sampler=[4, 2])",
-         lambda: D.DataLoader(_Squares(10), batch_size=None, sampler=[4, 2])),
-        ("DataLoader(ds5, batch_size=2, collate_fn=lambda b: b)",
-         lambda: D.DataLoader(_Squares(5), batch_size=2, collate_fn=lambda b: b)),
-        ("DataLoader(ds0, batch_size=2)", lambda: D.DataLoader(_Squares(0), batch_size=2)),
-        ("DataLoader(TensorDataset(arange(6.)), batch_size=4)",
-         lambda: D.DataLoader(D.TensorDataset(cl.arange(6.)), batch_size=4)),
-    ]
+def _as_list(batch):
+    return batch
 
 
-def _shuffled_reference():
-    """What a shuffling loader's batch_sampler gives, iterated once from a fresh seed."""
-    D = _data()
-    cl = _cl()
-    loader = D.DataLoader(_Squares(10), batch_size=4, shuffle=True, generator=cl.Generator().manual_seed(3))
-    return [D.default_collate([loader.dataset[i] for i in idx]) for idx in loader.batch_sampler]
+_LOADERS = {
+    "DataLoader(ds10, batch_size=3)": lambda: D.DataLoader(_Squares(10), batch_size=3),
+    "DataLoader(ds10, batch_size=3, drop_last=True)": lambda: D.DataLoader(_Squares(10), batch_size=3,
+                                                                          drop_last=True),
+    "DataLoader(ds10, batch_size=4, sampler=[9, 0, 8, 1, 7])":
+        lambda: D.DataLoader(_Squares(10), batch_size=4, sampler=[9, 0, 8, 1, 7]),
+    "DataLoader(ds10, batch_sampler=[[3, 1], [0], [9, 8, 7]])":
+        lambda: D.DataLoader(_Squares(10), batch_sampler=[[3, 1], [0], [9, 8, 7]]),
+    "DataLoader(ds4, batch_size=None)": lambda: D.DataLoader(_Squares(4), batch_size=None),
+    "DataLoader(ds10, batch_size=None, sampler=[4, 2])":
+        lambda: D.DataLoader(_Squares(10), batch_size=None, sampler=[4, 2]),
+    "DataLoader(ds5, batch_size=2, collate_fn=lambda b: b)":
+        lambda: D.DataLoader(_Squares(5), batch_size=2, collate_fn=_as_list),
+    "DataLoader(ds0, batch_size=2)": lambda: D.DataLoader(_Squares(0), batch_size=2),
+    "DataLoader(TensorDataset(arange(6.)), batch_size=4)":
+        lambda: D.DataLoader(D.TensorDataset(cl.arange(6.)), batch_size=4),
+}
+
+
+def _loader(spec):
+    """A DataLoader by name, or from (n, batch_size, drop_last, shuffle seed or None)."""
+    if isinstance(spec, str):
+        return _LOADERS[spec]()
+    n, bs, drop, seed = spec
+    if seed is None:
+        return D.DataLoader(_Squares(n), batch_size=bs, drop_last=drop)
+    return D.DataLoader(_Squares(n), batch_size=bs, drop_last=drop, shuffle=True,
+                        generator=cl.Generator().manual_seed(seed))
+
+
+def _loader_text(spec) -> str:
+    if isinstance(spec, str):
+        return spec
+    n, bs, drop, seed = spec
+    return (f"DataLoader(ds{n}, batch_size={bs}, drop_last={drop}"
+            + (f", shuffle=True, generator=seed {seed})" if seed is not None else ")"))
+
+
+def _iterated(SingleProcessIter, spec) -> list:
+    """Probe: the batches SingleProcessIter(loader) gives, shown."""
+    return [show(b) for b in SingleProcessIter(_loader(spec))]
+
+
+def _library_batches(spec) -> list:
+    """What ``list(loader)`` gives; for a shuffling loader, the batches of one pass of its batch_sampler.
+
+    (Iterating a DataLoader first draws a base seed for workers from its generator, which moves the
+    permutation; SingleProcessIter, like the loader's own iterator with num_workers=0, only reads the
+    batch_sampler.)
+    """
+    loader = _loader(spec)
+    if isinstance(spec, tuple) and spec[3] is not None:
+        return [show(D.default_collate([loader.dataset[i] for i in idx])) for idx in loader.batch_sampler]
+    return [show(b) for b in loader]
+
+
+def _next_three(SingleProcessIter) -> list:
+    """Probe: iter(it) is it, then next(it) three times on a loader of two batches."""
+    it = SingleProcessIter(D.DataLoader(_Squares(3), batch_size=2))
+    out: list = [iter(it) is it, show(next(it)), show(next(it))]
+    try:
+        out.append(show(next(it)))
+    except StopIteration:
+        out.append("raises StopIteration")
+    return out
 
 
 @exercise("06.3", title="SingleProcessIter", points=1,
           hint="in __init__ keep loader.dataset and loader.collate_fn and make an iterator over "
                "loader.batch_sampler, or over loader.sampler when batch_sampler is None (batch_size=None); "
                "__next__: next index (its StopIteration ends the loop), fetch, then collate_fn.")
-def _single_process_iter(SingleProcessIter):
-    D = _data()
-    cl = _cl()
-    cases = []
-    render = lambda batches: [show(b) for b in batches]  # noqa: E731
-    for label, make in _loaders():
-        expected = render(list(make()))
-        cases.append(_case(f"list(SingleProcessIter({label}))",
-                           lambda m=make: list(SingleProcessIter(m())), expected, render))
-
-    def shuffled():
-        loader = D.DataLoader(_Squares(10), batch_size=4, shuffle=True, generator=cl.Generator().manual_seed(3))
-        return list(SingleProcessIter(loader))
-
-    cases.append(_case("list(SingleProcessIter(DataLoader(ds10, batch_size=4, shuffle=True, generator=seed 3)))",
-                       shuffled, render(_shuffled_reference()), render))
-
-    def is_iterator():
-        it = SingleProcessIter(D.DataLoader(_Squares(3), batch_size=2))
-        return [iter(it) is it, show(next(it)), show(next(it)), _outcome(lambda: next(it), show)]
-
-    cases.append(_case("it = SingleProcessIter(DataLoader(ds3, batch_size=2)); iter(it) is it; next(it) x3",
-                       is_iterator, [True, show(D.default_collate([(0, 0.0), (1, 1.0)])),
-                                     show(D.default_collate([(2, 4.0)])), "raises StopIteration"]))
-    return cases
+def _single_process_iter(rng):
+    specs: list = list(_LOADERS) + [(10, 4, False, int(rng.integers(0, 1000)))]
+    for _ in range(3):
+        specs.append((int(rng.integers(0, 15)), int(rng.integers(1, 5)), bool(rng.integers(0, 2)),
+                      int(rng.integers(0, 1000)) if rng.random() < 0.7 else None))
+    out = [probe(_iterated, spec, expected=_library_batches(spec),
+                 label=f"list(SingleProcessIter({_loader_text(spec)}))") for spec in specs]
+    out.append(probe(_next_three,
+                     expected=[True, show(D.default_collate([(0, 0.0), (1, 1.0)])),
+                               show(D.default_collate([(2, 4.0)])), "raises StopIteration"],
+                     label="it = SingleProcessIter(DataLoader(ds3, batch_size=2)); iter(it) is it; next(it) x3"))
+    return out
 
 
 # ------------------------------------------------------------------ 06.4 worker_loop
@@ -283,26 +370,26 @@ class _Fails:
         return 10 * i
 
 
-def _worker_loop_reference(dataset, index_queue, result_queue, collate_fn, worker_id):
-    from course_lib.utils.data._utils import ExceptionWrapper
-
-    while True:
-        task = index_queue.get()
-        if task is None:
-            return
-        task_id, indices = task
-        try:
-            batch = collate_fn([dataset[i] for i in indices])
-        except Exception:
-            batch = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
-        result_queue.put((task_id, batch))
+_COLLATE_FNS = {"default_collate": D.default_collate, "list": list}
 
 
-def _run_worker(worker_loop, dataset, tasks, collate_fn, worker_id) -> list:
-    """What the loop put on the result queue, then what it returned."""
+def _run_worker(worker_loop, bad, tasks: list, collate: str, worker_id: int) -> list:
+    """Probe: what the loop put on the result queue, then what it returned."""
     results = _ResultQueue()
-    ret = worker_loop(dataset, _TaskQueue(tasks), results, collate_fn, worker_id)
+    ret = worker_loop(_Fails(bad), _TaskQueue(tasks), results, _COLLATE_FNS[collate], worker_id)
     return [f"put {show(r)}" for r in results.items] + [f"returned {ret!r}"]
+
+
+def _worker_expected(bad, tasks: list, collate: str, worker_id: int) -> list:
+    """What the loop must put: one result per task before the first None (a wrapper where `bad` is fetched)."""
+    out = []
+    for task in tasks[:tasks.index(None)]:
+        task_id, indices = task
+        if bad in indices:
+            out.append(f"put ({task_id}, ExceptionWrapper(ValueError, 'in DataLoader worker process {worker_id}'))")
+        else:
+            out.append(f"put {show((task_id, _COLLATE_FNS[collate]([10 * i for i in indices])))}")
+    return out + ["returned None"]
 
 
 @exercise("06.4", title="worker_loop", points=2,
@@ -310,27 +397,31 @@ def _run_worker(worker_loop, dataset, tasks, collate_fn, worker_id) -> list:
                "(task_id, collate_fn([dataset[i] for i in indices])) on result_queue. Wrap the fetch in "
                "try/except Exception and put (task_id, ExceptionWrapper(where=f'in DataLoader worker process "
                "{worker_id}')) instead, then carry on with the next task.")
-def _worker_loop(worker_loop):
-    D = _data()
+def _worker_loop(rng):
     scenarios = [
-        ("tasks [(0, [0, 1]), (1, [2]), None]", _Fails(), [(0, [0, 1]), (1, [2]), None], D.default_collate, 0),
-        ("tasks [None]", _Fails(), [None], D.default_collate, 0),
-        ("tasks [(5, [3, 4, 5]), (2, [0]), None] with collate_fn=list", _Fails(),
-         [(5, [3, 4, 5]), (2, [0]), None], list, 1),
-        ("dataset[3] raises: tasks [(0, [1, 2]), (1, [3, 4]), (2, [5]), None], worker 2", _Fails(bad=3),
-         [(0, [1, 2]), (1, [3, 4]), (2, [5]), None], D.default_collate, 2),
-        ("dataset[0] raises: tasks [(7, [0]), None], worker 0", _Fails(bad=0), [(7, [0]), None],
-         D.default_collate, 0),
-        ("tasks after None are not run: [(0, [1]), None, (1, [2])]", _Fails(), [(0, [1]), None, (1, [2])],
-         D.default_collate, 0),
+        ("tasks [(0, [0, 1]), (1, [2]), None]", None, [(0, [0, 1]), (1, [2]), None], "default_collate", 0),
+        ("tasks [None]", None, [None], "default_collate", 0),
+        ("tasks [(5, [3, 4, 5]), (2, [0]), None] with collate_fn=list", None, [(5, [3, 4, 5]), (2, [0]), None],
+         "list", 1),
+        ("dataset[3] raises: tasks [(0, [1, 2]), (1, [3, 4]), (2, [5]), None], worker 2", 3,
+         [(0, [1, 2]), (1, [3, 4]), (2, [5]), None], "default_collate", 2),
+        ("dataset[0] raises: tasks [(7, [0]), None], worker 0", 0, [(7, [0]), None], "default_collate", 0),
+        ("tasks after None are not run: [(0, [1]), None, (1, [2])]", None, [(0, [1]), None, (1, [2])],
+         "default_collate", 0),
     ]
-    cases = []
-    for label, ds, tasks, collate_fn, wid in scenarios:
-        expected = _run_worker(_worker_loop_reference, ds, tasks, collate_fn, wid)
-        cases.append(_case(f"worker_loop: {label}",
-                           lambda ds=ds, t=tasks, c=collate_fn, w=wid: _run_worker(worker_loop, ds, list(t), c, w),
-                           expected))
-    return cases
+    for _ in range(3):  # random task ids and indices, one index that fails, a random worker, tasks after the stop
+        ids = [int(i) for i in rng.permutation(12)[:int(rng.integers(2, 6))]]
+        tasks: list = [(i, [int(k) for k in rng.integers(0, 20, size=int(rng.integers(1, 4)))]) for i in ids]
+        bad = int(rng.choice(tasks[int(rng.integers(0, len(tasks)))][1]))
+        tasks.append(None)
+        if rng.random() < 0.5:
+            tasks.append((99, [1]))
+        collate, wid = str(rng.choice(list(_COLLATE_FNS))), int(rng.integers(0, 8))
+        scenarios.append((f"dataset[{bad}] raises: tasks {tasks}, worker {wid}, collate_fn={collate}", bad, tasks,
+                          collate, wid))
+    return [probe(_run_worker, bad, tasks, collate, wid, expected=_worker_expected(bad, tasks, collate, wid),
+                  label=f"worker_loop: {label}")
+            for label, bad, tasks, collate, wid in scenarios]
 
 
 # ------------------------------------------------------------------ 06.5 in_order
@@ -353,28 +444,26 @@ class _Arrivals:
         return self.pairs[self.read - 1]
 
 
-def _in_order_reference(arrivals):
-    waiting, next_id = {}, 0
-    for task_id, batch in arrivals:
-        waiting[task_id] = batch
-        while next_id in waiting:
-            yield waiting.pop(next_id)
-            next_id += 1
-
-
-def _yields_with_reads(in_order, order):
-    """(batch, number of arrivals read when it was yielded) for each batch."""
+def _yields_with_reads(in_order, order: list) -> list:
+    """Probe: (batch, number of arrivals read when it was yielded) for each batch."""
     src = _Arrivals(order)
     return [(batch, src.read) for batch in in_order(src)]
+
+
+def _as_early_as_possible(order: list) -> list:
+    """Batch k can be yielded once tasks 0..k have all arrived: after max(position of 0..k) + 1 reads."""
+    position = {t: i for i, t in enumerate(order)}
+    last = np.maximum.accumulate([position[k] for k in range(len(order))]) if order else []
+    return [(f"batch {k}", int(last[k]) + 1) for k in range(len(order))]
 
 
 @exercise("06.5", title="in_order", points=2,
           hint="keep early arrivals in a dict {task_id: batch} and a counter next_id = 0; after reading each "
                "arrival, yield (and remove) waiting[next_id] and increase next_id while next_id is in the dict. "
                "Never read an arrival before yielding what is already yieldable.")
-def _in_order(in_order):
+def _in_order(rng):
     orders = [[0, 1, 2, 3], [1, 0, 3, 2], [3, 2, 1, 0], [2, 0, 1, 4, 3, 5], [0], [], [1, 2, 3, 0], [0, 2, 1]]
-    return [_case(f"[(batch, arrivals read so far) for batch in in_order(arrivals in order {order})]",
-                  lambda o=order: _yields_with_reads(in_order, o),
-                  _yields_with_reads(_in_order_reference, order))
+    orders += [[int(t) for t in rng.permutation(int(rng.integers(2, 12)))] for _ in range(4)]
+    return [probe(_yields_with_reads, order, expected=_as_early_as_possible(order),
+                  label=f"[(batch, arrivals read so far) for batch in in_order(arrivals in order {order})]")
             for order in orders]
