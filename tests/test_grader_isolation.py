@@ -510,3 +510,31 @@ def test_the_frame_and_table_attacks_pass_in_self_study():
         ns: dict = {}
         exec(source, ns)
         assert run_check(ex, ns[name]).startswith(f"✓ {ex}")
+
+
+def test_drawing_inputs_is_one_thread_at_a_time(monkeypatch):
+    """Input builders may change course_lib's global state (01.3 sets the default dtype to compute an expected
+    value): parallel gradings in one grader must not draw inputs at the same time."""
+    import threading
+
+    from course import checks
+    from course.grader import _draw_trials
+
+    inside, overlaps = [], []
+
+    def builder(rng):
+        inside.append(1)
+        if len(inside) > 1:
+            overlaps.append(1)
+        time.sleep(0.05)
+        inside.pop()
+        return [checks.call(1, expected=1)]
+
+    ex = checks.Exercise("00.1", "fizzbuzz", 1, "", builder)
+    ref = nbio.read(SOLUTIONS / "00_welcome.ipynb")
+    threads = [threading.Thread(target=_draw_trials, args=(ref, {"00.1": ex}, k)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not overlaps

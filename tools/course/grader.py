@@ -687,6 +687,11 @@ def _stopped_cells(plan: _Plan, run: _Run, limits: Limits) -> dict[str, tuple[st
     return new
 
 
+#: drawing inputs and judging run the chapters' checks, which may touch course_lib's global state
+#: (the default dtype, grad mode): one grading thread at a time
+_CHECKS_LOCK = threading.Lock()
+
+
 @dataclass
 class _Judged:
     """An exercise the grader judges: its checks, the trials drawn for this grading, their payload."""
@@ -703,7 +708,8 @@ def _judge(j: _Judged, rep: dict, expected_line: str) -> tuple[str, str]:
         why = "none came back" if not frames else f"{len(frames)} sets came back, not one"
         return ERROR, f"the check's results could not be read ({why}); was the check cell's output changed?"
     try:
-        line = chk.judge(j.exercise, j.trials, frames[0])
+        with _CHECKS_LOCK:
+            line = chk.judge(j.exercise, j.trials, frames[0])
     except chk.NotAttempted:
         return NOT_ATTEMPTED, "still raises NotImplementedError"
     except chk.CheckFailure as e:
@@ -917,8 +923,9 @@ def _draw_trials(ref, exercises: dict[str, chk.Exercise], seed: int) -> dict[str
         ex = exercises.get(nbio.exercise_of(rc))
         if ex is None or ex.legacy:
             continue
-        trials = ex.trials(seed)
-        out[ex.id] = _Judged(ex, trials, chk.trials_payload(ex, trials))
+        with _CHECKS_LOCK:
+            trials = ex.trials(seed)
+            out[ex.id] = _Judged(ex, trials, chk.trials_payload(ex, trials))
     return out
 
 
