@@ -40,6 +40,7 @@ from typing import Any, Callable, Sequence
 
 from .. import Tensor
 from .._ops.dispatcher import grad_state
+from .._ops.registry import OPS
 from ..autograd import Function
 from ..autograd import grad as autograd_grad
 from ..fx.experimental.proxy_tensor import ProxyTorchDispatchMode
@@ -52,6 +53,7 @@ from .partitioners import default_partition
 __all__ = ["aot_function", "aot_module", "trace_joint", "JointGraph", "make_boxed_func"]
 
 Compiler = Callable[[GraphModule, list], Callable]
+_DETACH = OPS["detach"]
 
 
 # ---------------------------------------------------------------------------
@@ -72,6 +74,9 @@ class _AOTTraceMode(ProxyTorchDispatchMode):
       refused: its gradient would be lost (pass it as an argument, or use ``aot_module``).
     * In-place ops become their out-of-place twin (``add_`` -> ``add``), after checking that
       no input, constant or other view of the same elements sees the change.
+    * A differentiable output autograd saves for backward gets a ``detach`` node where it is saved
+      (in the forward) and another where the engine unpacks it (in the backward), as in
+      PyTorch's joint graphs: the partitioners see the same graph PyTorch's see.
     * Every node is tagged ``is_forward`` or ``is_backward`` in ``meta["partitioner_tag"]``.
     """
 
@@ -82,6 +87,7 @@ class _AOTTraceMode(ProxyTorchDispatchMode):
         self._by_view: dict[tuple, Node] = {}
         self._version: dict[int, int] = {}
         self._stand_in: dict[int, Tensor] = {}
+        self._saved_outputs: set[Node] = set()   # the forward detach nodes of saved outputs
 
     def track(self, t: Tensor, node: Node) -> None:
         super().track(t, node)
@@ -94,6 +100,8 @@ class _AOTTraceMode(ProxyTorchDispatchMode):
             if node is None:
                 node = self._by_view.get(_view_key(a))
                 if node is not None:
+                    if node in self._saved_outputs:   # the engine unpacked a saved output
+                        node = self._record(_DETACH, (node,))
                     self.track(a, node)
                     return node
                 if self.on_meta and a.device.type == "meta":
@@ -144,21 +152,39 @@ class _AOTTraceMode(ProxyTorchDispatchMode):
                                       "to record")
         return func.functional
 
+    def _record(self, target: Any, args: tuple) -> Node:
+        node = self.graph.call_function(target, args)
+        node.meta["partitioner_tag"] = self.tag
+        return node
+
+    def _detach_saved_outputs(self, outs: Sequence[Any]) -> None:
+        """A ``detach`` node for each differentiable output the op's autograd node saved."""
+        grad_fn = next((t.grad_fn for t in outs if isinstance(t, Tensor) and t.grad_fn is not None), None)
+        saved = getattr(grad_fn, "_saved", None) or {}
+        for s in saved.values():
+            t = getattr(s, "tensor", None)
+            if not (getattr(s, "is_output", False) and isinstance(t, Tensor)):
+                continue
+            out = next((o for o in outs if isinstance(o, Tensor) and _view_key(o) == _view_key(t)), None)
+            if out is not None and out.requires_grad:
+                node = self._record(_DETACH, (self.tensor_to_node[id(out)],))
+                self._saved_outputs.add(node)
+                self.track(t, node)
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         nodes = tuple(self.node_of(a) for a in args)
         target = self._functional_twin(func, args) if func.is_inplace else func
         out = func(*self._run_value(args))   # runs below this mode: autograd and the (meta) kernel
-        node = self.graph.call_function(target, nodes)
-        node.meta["partitioner_tag"] = self.tag
+        node = self._record(target, nodes)
         if isinstance(out, Tensor):
             self.track(out, node)
+            self._detach_saved_outputs((out,))
         elif isinstance(out, (tuple, list)):
             for i, t in enumerate(out):
                 if isinstance(t, Tensor):
-                    item = self.graph.call_function(operator.getitem, (node, i))
-                    item.meta["partitioner_tag"] = self.tag
-                    self.track(t, item)
+                    self.track(t, self._record(operator.getitem, (node, i)))
             node.meta["tensor_meta"] = tuple(x.meta.get("tensor_meta") for x in node.users)
+            self._detach_saved_outputs(out)
         return out
 
 
