@@ -300,9 +300,33 @@ def test_in_place_op_on_a_computed_value_is_recorded_out_of_place():
     np.testing.assert_allclose(x.grad.numpy(), ((x * 2 + 1) > 0).float().numpy() * 2)
 
 
+def test_an_input_modified_in_place_is_copied_back():
+    def count(x, counter):
+        counter.add_(1)
+        return x * counter
+
+    rec = Recorder()
+    f = aot_function(count, rec)
+    x, counter = leaf(3), cl.zeros(3)
+    f(x, counter)
+    out = f(x, counter)
+    out.sum().backward()
+    np.testing.assert_array_equal(counter.numpy(), [2, 2, 2])
+    np.testing.assert_allclose(out.detach().numpy(), (x * 2).detach().numpy())
+    np.testing.assert_allclose(x.grad.numpy(), [2, 2, 2])
+    fw = rec.graphs[0][0]
+    assert outputs(fw)[:2] == ["add", "mul"]     # the input's new value first, then the output
+    with cl.no_grad():
+        f(x, counter)                             # the inference graph copies back too
+    np.testing.assert_array_equal(counter.numpy(), [3, 3, 3])
+
+
 def test_refused_programs_say_why():
-    with pytest.raises(NotImplementedError, match="modifies an input"):
-        aot_function(lambda x: x.mul_(2), Recorder())(cl.randn(3))
+    with pytest.raises(NotImplementedError, match="modifies an input that requires grad"):
+        aot_function(lambda x: x.mul_(2), Recorder())(leaf(3))
+    c = cl.zeros(3)
+    with pytest.raises(NotImplementedError, match="modifies a tensor the function captured"):
+        aot_function(lambda x: x * c.add_(1), Recorder())(leaf(3))
 
     def read_stale_view(x):
         y = x * 2
@@ -367,6 +391,27 @@ def test_aot_module_trains_like_eager(partition_fn):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
     assert len(rec.graphs) == 2          # compiled once
     assert placeholders(rec.graphs[0][0])[:7] == [f"primals_{i}" for i in range(1, 8)]
+
+
+@pytest.mark.parametrize("partition_fn", PARTITIONERS)
+def test_aot_module_batch_norm_updates_its_buffers_and_recompiles_for_eval(partition_fn):
+    def model():
+        cl.manual_seed(2)
+        return nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.ReLU(), nn.Linear(6, 2))
+
+    eager, compiled_model = model(), model()
+    compiled = aot_module(compiled_model, Recorder(), partition_fn=partition_fn)
+    x = leaf(8, 4, requires_grad=False)
+    for _ in range(2):
+        eager(x).sum().backward()
+        compiled(x).sum().backward()
+    for name, b in eager.named_buffers():
+        np.testing.assert_allclose(compiled_model.get_buffer(name).numpy(), b.numpy(), rtol=1e-6, err_msg=name)
+    for p, q in zip(eager.parameters(), compiled_model.parameters()):
+        np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-6)
+    compiled.eval()
+    eager.eval()
+    np.testing.assert_allclose(compiled(x).detach().numpy(), eager(x).detach().numpy(), rtol=1e-6, atol=1e-6)
 
 
 def test_aot_module_leaves_the_module_as_it_was():

@@ -27,8 +27,10 @@ compiled (``inference_compiler``, by default ``fw_compiler``), as in PyTorch.
 Like PyTorch's fake tensors, the meta trace never computes a value: a program that branches on
 a tensor's value, or calls ``.item()``, cannot be captured.  Differences from PyTorch: there is
 no functionalization pass; an in-place op on a value the function computed is recorded as its
-out-of-place twin (``add_`` -> ``add``), and mutating an input, a captured tensor, or a tensor
-whose view is read afterwards is refused.  Compiled entries are cached per input signature
+out-of-place twin (``add_`` -> ``add``); an input modified in place that does not require grad
+becomes an extra forward output copied back into it (as PyTorch's runtime wrapper does); mutating
+an input that requires grad, a captured tensor, or a tensor whose other view is read afterwards
+is refused.  Compiled entries are cached per input signature
 (PyTorch's ``aot_function`` compiles once).  No decompositions, no dynamic shapes.
 """
 from __future__ import annotations
@@ -73,7 +75,7 @@ class _AOTTraceMode(ProxyTorchDispatchMode):
       of the real tensor, while the op runs on a meta stand-in.  One that requires grad is
       refused: its gradient would be lost (pass it as an argument, or use ``aot_module``).
     * In-place ops become their out-of-place twin (``add_`` -> ``add``), after checking that
-      no input, constant or other view of the same elements sees the change.
+      no captured tensor, input requiring grad or other view of the same elements sees the change.
     * A differentiable output autograd saves for backward gets a ``detach`` node where it is saved
       (in the forward) and another where the engine unpacks it (in the backward), as in
       PyTorch's joint graphs: the partitioners see the same graph PyTorch's see.
@@ -143,10 +145,14 @@ class _AOTTraceMode(ProxyTorchDispatchMode):
         """The out-of-place op to record for in-place ``func`` (refusing what would need functionalization)."""
         target = args[0]
         node = self.tensor_to_node.get(id(target))
-        if node is None or node.op in ("placeholder", "get_attr"):
+        if node is None or node.op == "get_attr":
             raise NotImplementedError(
-                f"aot_function: {func.name} modifies an input or a captured tensor in place; course_lib's "
-                "AOT autograd only supports in-place ops on values the function computed.")
+                f"aot_function: {func.name} modifies a tensor the function captured in place; pass it as an "
+                "argument (a module's buffers are arguments under aot_module).")
+        if node.op == "placeholder" and target.requires_grad:
+            raise NotImplementedError(
+                f"aot_function: {func.name} modifies an input that requires grad in place; course_lib's AOT "
+                "autograd copies back only inputs without grad (PyTorch's functionalization handles both).")
         if func.functional is None:
             raise NotImplementedError(f"aot_function: the in-place op {func.name} has no out-of-place twin "
                                       "to record")
@@ -193,8 +199,10 @@ class JointGraph:
     """A traced joint graph and what the runtime needs to know about it.
 
     ``module``: the joint ``GraphModule`` (``print(joint.module.code)``); ``num_fwd_outputs``: how
-    many of its outputs are ``fn``'s (the rest are input gradients); ``outputs_requiring_grad``:
-    which outputs got a tangent; ``inputs``: the meta tensors it was traced on.
+    many of its outputs the forward computes: first the new values of the inputs ``fn`` modified in
+    place (``mutated_inputs``, their positions; copied back into them at run time), then ``fn``'s
+    outputs; the rest are the input gradients.  ``outputs_requiring_grad``: which forward outputs
+    got a tangent; ``inputs``: the meta tensors it was traced on.
     """
 
     module: GraphModule
@@ -202,6 +210,7 @@ class JointGraph:
     outputs_requiring_grad: tuple[bool, ...]
     inputs: tuple[Tensor, ...]
     single_output: bool
+    mutated_inputs: tuple[int, ...] = ()
 
 
 def _meta_copy(t: Tensor, requires_grad: bool) -> Tensor:
@@ -231,12 +240,16 @@ def _trace(fn: Callable, tensors: Sequence[Tensor], call: Callable[[list], Any],
         inputs = [_meta_copy(t, joint and t.requires_grad) for t in tensors]
     else:
         inputs = [t.detach().requires_grad_(True) if joint and t.requires_grad else t.detach() for t in tensors]
-    for i, t in enumerate(inputs):
-        name = f"primals_{i + 1}" if joint else f"arg{i}_1"
-        mode.track(t, graph.placeholder(name))
+    placeholders = [graph.placeholder(f"primals_{i + 1}" if joint else f"arg{i}_1") for i in range(len(inputs))]
+    for t, node in zip(inputs, placeholders):
+        mode.track(t, node)
     with mode:
         outs, single = _flat_outputs(call(inputs))
-    out_nodes = [mode.node_of(o) for o in outs]
+    mutated = tuple(i for i, t in enumerate(inputs) if mode.node_of(t) is not placeholders[i])
+    if any(inputs[i].requires_grad for i in mutated):
+        raise NotImplementedError("aot_function: an input modified in place now requires grad; course_lib's AOT "
+                                  "autograd copies back only values without grad")
+    out_nodes = [mode.node_of(inputs[i]) for i in mutated] + [mode.node_of(o) for o in outs]
     needs_grad = tuple(o.requires_grad for o in outs)
     grad_nodes: list = []
     if joint:
@@ -258,7 +271,7 @@ def _trace(fn: Callable, tensors: Sequence[Tensor], call: Callable[[list], Any],
     graph.output(tuple(out_nodes + grad_nodes))
     name = getattr(fn, "__name__", "fn").replace("<lambda>", "lambda_")
     module = GraphModule(root, graph, class_name=f"{name}_joint" if joint else name)
-    return JointGraph(module, len(outs), needs_grad, tuple(inputs), single)
+    return JointGraph(module, len(out_nodes), (False,) * len(mutated) + needs_grad, tuple(inputs), single, mutated)
 
 
 def trace_joint(fn: Callable, *args: Tensor) -> JointGraph:
@@ -302,10 +315,18 @@ def _example_inputs(nodes: Sequence[Node]) -> list:
     return out
 
 
+def _copy_back(joint: JointGraph, inputs: Sequence[Tensor], fw_outs: tuple) -> tuple:
+    """Write the new values of the inputs ``fn`` modified in place into them; return the rest."""
+    n_mut = len(joint.mutated_inputs)
+    for i, value in zip(joint.mutated_inputs, fw_outs[:n_mut]):
+        inputs[i].copy_(value)
+    return fw_outs[n_mut:]
+
+
 def _compiled_function(joint: JointGraph, fw: Callable, bw: Callable) -> type:
     """The autograd ``Function`` whose forward and backward run the compiled graphs."""
-    n_out = joint.num_fwd_outputs
-    out_rg = joint.outputs_requiring_grad
+    n_out = joint.num_fwd_outputs - len(joint.mutated_inputs)
+    out_rg = joint.outputs_requiring_grad[len(joint.mutated_inputs):]
 
     class CompiledFunctionBackward(Function):
         """The compiled backward as a node, so that differentiating it again fails loudly."""
@@ -321,7 +342,7 @@ def _compiled_function(joint: JointGraph, fw: Callable, bw: Callable) -> type:
     class CompiledFunction(Function):
         @staticmethod
         def forward(ctx, *primals):
-            fw_outs = _call(fw, primals)
+            fw_outs = _copy_back(joint, primals, _call(fw, primals))
             outs, saved = fw_outs[:n_out], fw_outs[n_out:]
             ctx.save_for_backward(*saved)
             ctx.mark_non_differentiable(*(o for o, rg in zip(outs, out_rg) if not rg))
@@ -350,15 +371,15 @@ def _signature(args: tuple) -> tuple:
 
 
 def aot_function(fn: Callable, fw_compiler: Compiler, bw_compiler: Compiler | None = None,
-                 partition_fn: Callable = default_partition, num_params_buffers: int = 0,
-                 inference_compiler: Compiler | None = None) -> Callable:
+                 partition_fn: Callable = default_partition, inference_compiler: Compiler | None = None) -> Callable:
     """Compile ``fn``'s forward and backward ahead of time; see the module docstring.
 
     ``fw_compiler(gm, example_inputs)`` gets the forward ``GraphModule`` and meta example inputs and
     returns a callable (``gm.forward`` is fine); ``bw_compiler`` (default: ``fw_compiler``) does the
     same for the backward.  ``partition_fn(joint_module, joint_inputs, num_fwd_outputs=n)`` splits
     the joint graph.  Tensor arguments become graph inputs; other arguments are baked into the
-    graph (a new value compiles again).
+    graph (a new value compiles again).  An input ``fn`` modifies in place (a module's
+    ``num_batches_tracked``) is a graph output copied back into it after each call.
 
     >>> def print_compile(gm, example_inputs):
     ...     print(gm.code)
@@ -386,7 +407,7 @@ def aot_function(fn: Callable, fw_compiler: Compiler, bw_compiler: Compiler | No
             compiled = inference_compiler(traced.module, list(traced.inputs))
 
             def run_inference(*tensors: Tensor) -> tuple:
-                return _call(compiled, tensors)
+                return _copy_back(traced, tensors, _call(compiled, tensors))
             return _finish(run_inference, traced.single_output)
         joint_inputs = (list(traced.inputs), _example_inputs(
             [n for n in traced.module.graph.nodes if n.op == "placeholder" and "tangents" in n.target]))
@@ -434,16 +455,17 @@ def _swapped_state(mod: Module, names: Sequence[str], values: Sequence[Tensor]):
 def aot_module(mod: Module, fw_compiler: Compiler, bw_compiler: Compiler | None = None,
                partition_fn: Callable = default_partition, inference_compiler: Compiler | None = None) -> Module:
     """A module running ``mod`` through ``aot_function``: its parameters and buffers are the first
-    primals (so their gradients flow to ``.grad`` as in eager), then the call's arguments."""
+    primals (so their gradients flow to ``.grad`` as in eager), then the call's arguments.  Each
+    submodule's ``training`` flag is part of the cache key, so ``eval()`` compiles again."""
     named = list(mod.named_parameters(remove_duplicate=False)) + list(mod.named_buffers(remove_duplicate=False))
     names = [n for n, _ in named]
 
-    def functional_call(*args: Any) -> Any:
+    def functional_call(modes: tuple, *args: Any) -> Any:
         with _swapped_state(mod, names, args[:len(names)]):
             return mod(*args[len(names):])
 
     compiled_f = aot_function(functional_call, fw_compiler, bw_compiler, partition_fn,
-                              num_params_buffers=len(names), inference_compiler=inference_compiler)
+                              inference_compiler=inference_compiler)
 
     class AOTModule(Module):
         def __init__(self) -> None:
@@ -453,6 +475,7 @@ def aot_module(mod: Module, fw_compiler: Compiler, bw_compiler: Compiler | None 
         def forward(self, *args: Any) -> Any:
             state = [t for _, t in list(mod.named_parameters(remove_duplicate=False))
                      + list(mod.named_buffers(remove_duplicate=False))]
-            return compiled_f(*state, *args)
+            modes = tuple(m.training for m in mod.modules())   # train/eval: part of the cache key
+            return compiled_f(modes, *state, *args)
 
     return AOTModule()
