@@ -108,6 +108,15 @@ def test_joint_graph_is_traced_on_meta_tensors():
     assert shapes["primals_1"] == shapes["tangents_1"] == shapes["cos_1"] == (3, 2)
 
 
+def test_tracing_on_values_gives_the_same_graph():
+    c = cl.tensor([1.0, 2.0, 3.0, 4.0])
+    fn = lambda a, b: (seed_a(a, b) * c).tanh()  # noqa: E731
+    args = (leaf(4), leaf(4, seed=1))
+    on_meta, on_values = trace_joint(fn, *args), trace_joint(fn, *args, on_meta=False)
+    assert on_values.module.code == on_meta.module.code
+    assert all(t.device.type == "cpu" for t in on_values.inputs)
+
+
 def test_inputs_without_grad_get_no_gradient_and_outputs_without_grad_no_tangent():
     joint = trace_joint(lambda x, y: (x * y, x.argmax()), leaf(4), leaf(4, requires_grad=False))
     assert placeholders(joint.module) == ["primals_1", "primals_2", "tangents_1"]

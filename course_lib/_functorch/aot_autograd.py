@@ -274,8 +274,11 @@ def _trace(fn: Callable, tensors: Sequence[Tensor], call: Callable[[list], Any],
     return JointGraph(module, len(out_nodes), (False,) * len(mutated) + needs_grad, tuple(inputs), single, mutated)
 
 
-def trace_joint(fn: Callable, *args: Tensor) -> JointGraph:
-    """The joint forward+backward graph of ``fn`` on inputs like ``args`` (traced on meta tensors).
+def trace_joint(fn: Callable, *args: Tensor, on_meta: bool = True) -> JointGraph:
+    """The joint forward+backward graph of ``fn`` on inputs like ``args``.
+
+    It is traced on meta tensors (shapes only), or with ``on_meta=False`` on the values of ``args``
+    (for an op without a meta kernel; the graph is the same).
 
     >>> a = course_lib.randn(4, requires_grad=True)
     >>> joint = trace_joint(lambda a: a.cos().cos(), a)
@@ -286,7 +289,7 @@ def trace_joint(fn: Callable, *args: Tensor) -> JointGraph:
         ...
         return (cos_1, mul_1)
     """
-    return _trace(fn, args, lambda inputs: fn(*inputs), joint=True)
+    return _trace(fn, args, lambda inputs: fn(*inputs), joint=True, on_meta=on_meta)
 
 
 # ---------------------------------------------------------------------------
