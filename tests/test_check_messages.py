@@ -10,7 +10,8 @@ from course.checks import CheckFailure, _first_difference, case, exercise, run_c
 
 def test_long_strings_name_the_first_differing_character():
     got, expected = "x" * 100, "x" * 70 + "y" + "x" * 29
-    assert _first_difference(got, expected) == "at character 70: expected 'yxxxxxxxxxxxxxxxxxxx', got 'xxxxxxxxxxxxxxxxxxxx'"
+    assert _first_difference(got, expected) == ("at character 70: expected 'yxxxxxxxxxxxxxxxxxxx', "
+                                                "got 'xxxxxxxxxxxxxxxxxxxx'")
 
 
 def test_arrays_and_tensors_name_the_index_and_count():

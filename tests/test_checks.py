@@ -12,8 +12,19 @@ from pathlib import Path
 import pytest
 
 from course import notebook as nbio
-from course.checks import (Case, CheckFailure, NotAttempted, case, chapter_checks, check, exercise, get_exercise,
-                           registry, run_check, strict_equal)
+from course.checks import (
+    Case,
+    CheckFailure,
+    NotAttempted,
+    case,
+    chapter_checks,
+    check,
+    exercise,
+    get_exercise,
+    registry,
+    run_check,
+    strict_equal,
+)
 from course.paths import chapter_dirs, load_chapter_module
 from course.student import stub_source
 

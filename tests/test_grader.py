@@ -16,14 +16,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from grading_cases import cases  # tests/ is on sys.path (rootdir-less "prepend" import)
 
 from course import notebook as nbio
 from course.build import build, read_source, source_text
 from course.grader import ERROR, FAIL, NOT_ATTEMPTED, PASS, TIMEOUT, grade_many, grade_notebook
 from course.paths import CourseError
-from course.student import make_student, reset_exercise, stub_source
-
-from grading_cases import cases  # tests/ is on sys.path (rootdir-less "prepend" import)
+from course.student import make_student, stub_source
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
@@ -195,9 +194,9 @@ def test_cli_grade_json_and_exit_status(tmp_path):
 
 def test_cli_batch_csv(tmp_path):
     batch = tmp_path / "submissions"
-    for student, build in (("alice", cases.correct), ("bob", cases.unfilled), ("carol", cases.invalid_json)):
+    for student, make_notebook in (("alice", cases.correct), ("bob", cases.unfilled), ("carol", cases.invalid_json)):
         (batch / student).mkdir(parents=True)
-        (batch / student / "00_welcome.ipynb").write_text(build(), encoding="utf-8")
+        (batch / student / "00_welcome.ipynb").write_text(make_notebook(), encoding="utf-8")
     book = tmp_path / "gradebook.csv"
     out = _course("grade", "--batch", batch, "--csv", book, "-n", "auto", "--solutions", SOLUTIONS)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -226,7 +225,8 @@ def test_stub_source_keeps_indentation():
 
 def test_make_student_check_and_rewrite(tmp_path):
     notebooks = tmp_path / "notebooks"
-    assert make_student(SOLUTIONS, notebooks, check=True) == [f"{p.name} (missing)" for p in sorted(SOLUTIONS.glob("*.ipynb"))]
+    missing = [f"{p.name} (missing)" for p in sorted(SOLUTIONS.glob("*.ipynb"))]
+    assert make_student(SOLUTIONS, notebooks, check=True) == missing
     written = make_student(SOLUTIONS, notebooks)
     first = {p.name: p.read_bytes() for p in notebooks.glob("*.ipynb")}
     assert written and make_student(SOLUTIONS, notebooks) == []  # byte-identical on rerun

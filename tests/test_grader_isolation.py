@@ -20,15 +20,25 @@ import time
 from pathlib import Path
 
 import pytest
+from grading_cases import attacks, cases  # tests/ is on sys.path (rootdir-less "prepend" import)
 
 from course import notebook as nbio
 from course.cli import find_submissions
-from course.grader import (ERROR, FAIL, NOT_ATTEMPTED, PASS, TIMEOUT, CourseSnapshot, Limits, _strip_markers,
-                           _titles_from_source, build_graded_copy, grade_many)
+from course.grader import (
+    ERROR,
+    FAIL,
+    NOT_ATTEMPTED,
+    PASS,
+    TIMEOUT,
+    CourseSnapshot,
+    Limits,
+    _strip_markers,
+    _titles_from_source,
+    build_graded_copy,
+    grade_many,
+)
 from course.paths import find_solutions_dir
 from course.student import stub_source
-
-from grading_cases import attacks, cases  # tests/ is on sys.path (rootdir-less "prepend" import)
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
@@ -99,7 +109,8 @@ def test_odd_tags_and_metadata_do_not_crash_the_graded_copy():
 
 
 def test_titles_are_read_without_running_the_checks():
-    source = b'raise SystemExit("never run")\n@exercise("07.1", title="make_payload", points=1, hint="")\ndef f(x): pass'
+    source = (b'raise SystemExit("never run")\n'
+              b'@exercise("07.1", title="make_payload", points=1, hint="")\ndef f(x): pass')
     assert _titles_from_source(source) == {"07.1": "make_payload"}
     assert _titles_from_source(b"def broken(:") == {}
 
@@ -444,14 +455,14 @@ def test_release_has_no_solution_code_and_grades_like_the_course(tmp_path):
             regions = re.findall(r"### BEGIN SOLUTION\n(.*?)\n\s*### END SOLUTION", cell.source, re.S)
             assert regions, cell.id
             for region in regions:
-                lines = [l.strip() for l in region.splitlines() if len(l.strip()) >= 16]
-                lines = [l for l in lines if json.dumps(l)[1:-1] not in learner]  # shown to learners anyway
+                lines = [line.strip() for line in region.splitlines() if len(line.strip()) >= 16]
+                lines = [line for line in lines if json.dumps(line)[1:-1] not in learner]  # shown to learners anyway
                 whole = textwrap.dedent(region).strip()
                 for name, text in texts.items():
                     if name.startswith("course_lib/") or re.fullmatch(r"chapters/\w+/checks\.py", name):
                         continue
                     if name.endswith(".ipynb"):
-                        leaked = [l for l in lines if json.dumps(l)[1:-1] in text]
+                        leaked = [line for line in lines if json.dumps(line)[1:-1] in text]
                     else:
                         leaked = [whole] if "\n" in whole and whole in text else []
                     assert not leaked, f"{ref_path.name} {cell.id}: solution code in {name}: {leaked[:2]}"
@@ -470,11 +481,14 @@ def test_release_has_no_solution_code_and_grades_like_the_course(tmp_path):
     tampered = dest / "other" / "00_welcome.ipynb"  # graded against a key/ whose stored output differs
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["PYTHONPATH"] = f"{dest / 'tools'}{os.pathsep}{dest}"
-    run = subprocess.run([sys.executable, "-c", "import course, course_lib; print(course.__file__, course_lib.__file__)"],
+    run = subprocess.run([sys.executable, "-c",
+                          "import course, course_lib; print(course.__file__, course_lib.__file__)"],
                          cwd=dest, env=env, capture_output=True, text=True)
-    assert run.stdout.split() == [str(dest / "tools" / "course" / "__init__.py"), str(dest / "course_lib" / "__init__.py")]
-    run = subprocess.run([sys.executable, "-m", "course", "grade", "mine/00_welcome.ipynb", "notebooks/00_welcome.ipynb",
-                          "--json", "-", "-n", "2"], cwd=dest, env=env, capture_output=True, text=True, timeout=300)
+    assert run.stdout.split() == [str(dest / "tools" / "course" / "__init__.py"),
+                                  str(dest / "course_lib" / "__init__.py")]
+    run = subprocess.run([sys.executable, "-m", "course", "grade", "mine/00_welcome.ipynb",
+                          "notebooks/00_welcome.ipynb", "--json", "-", "-n", "2"],
+                         cwd=dest, env=env, capture_output=True, text=True, timeout=300)
     data = {Path(r["path"]).parent.name: r for r in json.loads(run.stdout)}
     assert data["mine"]["passed"] and data["mine"]["points"] == 5
     assert {e["status"] for e in data["notebooks"]["exercises"]} == {NOT_ATTEMPTED}

@@ -13,12 +13,11 @@ import math
 import numpy as np
 
 import course_lib as cl
+from course.checks import call, exercise, probe
 from course_lib import _creation
 from course_lib._ops import bindings as _bindings
 from course_lib._ops import common as _common
 from course_lib._ops.registry import OpDef
-
-from course.checks import call, exercise, probe
 
 
 def _numel(shape) -> int:

@@ -304,7 +304,8 @@ def result_type_zero_dim_is_dimensioned(a, b):
     import course_lib as cl
     tensors = [x.dtype for x in (a, b) if isinstance(x, cl.Tensor)]
     scalars = [_ch01_scalar_dtype(x) for x in (a, b) if not isinstance(x, cl.Tensor)]
-    cat = lambda d: 2 if d.is_floating_point else 0 if d is cl.bool else 1
+    def cat(d):
+        return 2 if d.is_floating_point else 0 if d is cl.bool else 1
     result = None
     for tier in (tensors, scalars):
         if not tier:
@@ -332,7 +333,8 @@ def result_type_python_float_is_float64(a, b):
             return x.dtype
         return cl.bool if isinstance(x, bool) else cl.int64 if isinstance(x, int) else cl.float64
 
-    cat = lambda d: 2 if d.is_floating_point else 0 if d is cl.bool else 1
+    def cat(d):
+        return 2 if d.is_floating_point else 0 if d is cl.bool else 1
     tiers = [None, None, None]
     for x in (a, b):
         t = (0 if x.dim() > 0 else 1) if isinstance(x, cl.Tensor) else 2

@@ -14,9 +14,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import course_lib as cl
-from course_lib._ops import views as _views
-
 from course.checks import Trial, call, exercise, probe
+from course_lib._ops import views as _views
 
 
 def _forbid(*methods: str) -> dict:

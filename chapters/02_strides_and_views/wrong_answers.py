@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from course_lib._ops.common import wrap_dim
 
-
 _EXPRESSIONS_02 = [
     "t.view(4, 6)", "t.reshape(6, 4)", "t.transpose(0, 1).reshape(6, 4)", "t[:, :2].reshape(2, 8)",
     "t[:, :2].reshape(16)", "t.unsqueeze(0)", "t.squeeze()", "t[:, :1].expand(2, 5, 4)", "t[:1].expand_as(t)",

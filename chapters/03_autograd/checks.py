@@ -15,9 +15,8 @@ from typing import Any, Callable
 import numpy as np
 
 import course_lib as cl
+from course.checks import exercise, probe
 from course_lib.autograd import engine as _engine
-
-from course.checks import call, exercise, probe
 
 # ---------------------------------------------------------------- helpers
 
@@ -233,7 +232,8 @@ def _sum_backward(rng):
     out = []
     for shape, dim, keepdim in table:
         x = cl.zeros(shape, dtype=cl.float64)
-        fwd = (lambda a, dim=dim, keepdim=keepdim: a.sum() if dim is None else a.sum(dim, keepdim=keepdim))
+        def fwd(a, dim=dim, keepdim=keepdim):
+            return (a.sum() if dim is None else a.sum(dim, keepdim=keepdim))
         gshape = tuple(fwd(x).shape)
         g = _grad_of(gshape) if rng.random() < 0.5 else _normal(rng, gshape)
         expected = _ref_grads(fwd, [x], g)[0]
@@ -523,7 +523,8 @@ def _programs(V=None):
         return h * h + h * x + w, [x, w]
 
     return {"seed example": seed, "diamond a=x*2; a.sin()+a*a+a.log()": diamond, "y=y+y twenty times": reuse,
-            "y=y+y forty times: 2**40 paths, 41 nodes": ladder, "a = a.sin() + a*0.5, forty diamonds deep": deep_diamonds,
+            "y=y+y forty times: 2**40 paths, 41 nodes": ladder,
+            "a = a.sin() + a*0.5, forty diamonds deep": deep_diamonds,
             "chain of 3000 products": chain, "h=x*w; h*h+h*x+w": shared_leaf}
 
 
@@ -650,7 +651,8 @@ def _run_backward(rng):
                      label="run_backward(<seed example>); grads of every Var, the root (which gets 1) first"))
     seed_grads = _expected("seed example")
     out.append(probe(_leaf_grads, "seed example", None, None, 2, expected=[2 * g for g in seed_grads],
-                     compare=_engine_ok(_close(1e-9, 1e-9)), label="run_backward twice on the seed example: leaf grads accumulate"))
+                     compare=_engine_ok(_close(1e-9, 1e-9)),
+                     label="run_backward twice on the seed example: leaf grads accumulate"))
     return out
 
 

@@ -239,6 +239,7 @@ def run_backward_root_not_credited(root):
 # ------------------------------------------------------------------ 03.9 numerical_jacobian
 def _nj(fn, x, eps, transpose=False, denom=2.0, restore=True):
     import numpy as np
+
     import course_lib as cl
     xc = x.detach().clone()
     flat = xc.view(-1)
@@ -272,6 +273,7 @@ def numerical_jacobian_no_restore(fn, x, eps=1e-6):
 def numerical_jacobian_forward_difference(fn, x, eps=1e-6):
     # (f(x + eps) - f(x)) / eps: first-order accurate only
     import numpy as np
+
     import course_lib as cl
     xc = x.detach().clone()
     flat = xc.view(-1)
@@ -290,6 +292,7 @@ def numerical_jacobian_nudges_x(fn, x, eps=1e-6):
     # nudges x itself (through a detached view of it) and puts every value back: the values come back
     # exactly, but x was written in place, and its version counter shows it
     import numpy as np
+
     import course_lib as cl
     flat = x.detach().view(-1)
     cols = []
@@ -308,6 +311,7 @@ def numerical_jacobian_nudges_x(fn, x, eps=1e-6):
 def numerical_jacobian_records_graph(fn, x, eps=1e-6):
     # never touches x, but evaluates fn on x +- a nudge with grad mode on: every call records a graph
     import numpy as np
+
     import course_lib as cl
     cols = []
     for j in range(x.numel()):

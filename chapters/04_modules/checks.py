@@ -18,12 +18,11 @@ from typing import Any, Callable
 import numpy as np
 
 import course_lib as cl
+from course.checks import call, exercise, probe
 from course_lib import nn
 from course_lib.models.resnet import BasicBlock, Bottleneck, ResNet
 from course_lib.nn import functional as F
 from course_lib.nn.modules.module import register_module_forward_hook
-
-from course.checks import call, exercise, probe
 
 
 def _close(rtol: float = 1e-6, atol: float = 1e-7) -> Callable[[Any, Any], bool | str]:
@@ -681,7 +680,8 @@ def _record_activations(rng):
         seed = _seed(rng)
         label = (f"<random MLP #{spec}>" if isinstance(spec, int) else _HOOK_MODELS[spec][0])
         out.append(probe(_activations_probe, spec, types, seed,
-                         expected=_activations_probe(reference_record_activations, spec, types, seed), compare=_close(1e-5, 1e-6),
+                         expected=_activations_probe(reference_record_activations, spec, types, seed),
+                         compare=_close(1e-5, 1e-6),
                          label=f"record_activations({label}, x, ({', '.join(types)},)) -> records, hooks left, "
                                "grad mode"))
     out.append(probe(_hooks_left_after_failure, 0, expected=[("1", 1)],

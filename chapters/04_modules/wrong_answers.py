@@ -73,8 +73,8 @@ def _setattr_no_type_errors(self, name, value, cls):
 
 def _setattr_short_messages(self, name, value, cls):
     # right routing and error types, but messages of its own
-    from course_lib import nn
     import course_lib as cl
+    from course_lib import nn
     params = self.__dict__.get("_parameters")
     if isinstance(value, nn.Parameter):
         if params is None:
@@ -322,7 +322,7 @@ def _my_linear_class(*, transposed=False, bias_attr=False, init="uniform", add_b
 def _conv_np(x, weight, bias=None, stride=1, padding=0, *, flip=False, pad_one_side=False, no_bias=False,
              kernel_major=False):
     import numpy as np
-    O, C, kh, kw = weight.shape
+    C_out, C, kh, kw = weight.shape
     if flip:
         weight = weight[:, :, ::-1, ::-1]
     if padding:
@@ -337,7 +337,7 @@ def _conv_np(x, weight, bias=None, stride=1, padding=0, *, flip=False, pad_one_s
         cols = win.transpose(0, 2, 3, 4, 5, 1).reshape(N, Ho, Wo, -1)   # (kh, kw, C) order: wrong for C > 1
     else:
         cols = win.transpose(0, 2, 3, 1, 4, 5).reshape(N, Ho, Wo, -1)
-    out = cols @ weight.reshape(O, -1).T
+    out = cols @ weight.reshape(C_out, -1).T
     if bias is not None and not no_bias:
         out = out + bias
     return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
@@ -367,35 +367,35 @@ def conv2d_im2col_float64(x, weight, bias=None, stride=1, padding=0):
 def conv2d_im2col_pixel_loop(x, weight, bias=None, stride=1, padding=0):
     # right values, but one small matrix product per output pixel, in a Python loop
     import numpy as np
-    O, C, kh, kw = weight.shape
+    C_out, C, kh, kw = weight.shape
     xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
     N, _, H, W = xp.shape
     Ho, Wo = (H - kh) // stride + 1, (W - kw) // stride + 1
-    out = np.zeros((N, O, Ho, Wo), dtype=x.dtype)
-    w2 = weight.reshape(O, -1).T
+    out = np.zeros((N, C_out, Ho, Wo), dtype=x.dtype)
+    w2 = weight.reshape(C_out, -1).T
     for i in range(Ho):
         for j in range(Wo):
             window = xp[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
             out[:, :, i, j] = window.reshape(N, -1) @ w2
     if bias is not None:
-        out += bias.reshape(1, O, 1, 1)
+        out += bias.reshape(1, C_out, 1, 1)
     return out
 
 
 def conv2d_im2col_row_loop(x, weight, bias=None, stride=1, padding=0):
     # vectorised along each output row, but a Python loop over the rows
     import numpy as np
-    O, C, kh, kw = weight.shape
+    C_out, C, kh, kw = weight.shape
     xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
     N, _, H, W = xp.shape
     Ho, Wo = (H - kh) // stride + 1, (W - kw) // stride + 1
-    out = np.zeros((N, O, Ho, Wo), dtype=x.dtype)
+    out = np.zeros((N, C_out, Ho, Wo), dtype=x.dtype)
     for i in range(Ho):
         band = xp[:, :, i * stride:i * stride + kh]
         win = np.lib.stride_tricks.sliding_window_view(band, (kh, kw), axis=(2, 3))[:, :, 0, ::stride]
         out[:, :, i, :] = np.einsum("ncwhk,ochk->now", win, weight)
     if bias is not None:
-        out += bias.reshape(1, O, 1, 1)
+        out += bias.reshape(1, C_out, 1, 1)
     return out
 
 

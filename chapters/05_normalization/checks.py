@@ -17,11 +17,10 @@ from typing import Any, Callable
 import numpy as np
 
 import course_lib as cl
+from course.checks import call, exercise, probe
 from course_lib import autograd as _autograd
 from course_lib.autograd import engine as _engine
 from course_lib.nn import functional as F
-
-from course.checks import call, exercise, probe
 
 RTOL, ATOL = 1e-4, 1e-6
 
@@ -206,7 +205,8 @@ def _batch_norm_forward(rng):
     for args in table:
         out.append(_case(name, _BN_NAMES, args, _bn_reference(**args)))
     # the inputs must come back untouched: new buffers are returned, not written into running_mean/var
-    for args in [_bn_args(np.random.default_rng(22), (6, 3)), _bn_args(np.random.default_rng(23), (4, 2, 3), training=False),
+    for args in [_bn_args(np.random.default_rng(22), (6, 3)),
+                 _bn_args(np.random.default_rng(23), (4, 2, 3), training=False),
                  _bn_args(rng, (int(rng.integers(2, 6)),) + _shape(rng, 1, 3), training=True)]:
         out.append(probe(_changed_inputs, expected=[], label=_label(name, args) + ": the inputs afterwards", **args))
     # one value per channel: PyTorch refuses to train on it

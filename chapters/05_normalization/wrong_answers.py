@@ -266,7 +266,8 @@ def group_norm_no_divisibility_check(x, num_groups, weight=None, bias=None, eps=
 
 WRONG = {
     "05.1": [moments_unbiased, moments_no_keepdims, moments_other_axes, moments_uncentred],
-    "05.2": [batch_norm_forward_updates_in_place, batch_norm_forward_unbiased_normalisation, batch_norm_forward_no_running_update,
+    "05.2": [batch_norm_forward_updates_in_place, batch_norm_forward_unbiased_normalisation,
+             batch_norm_forward_no_running_update,
              batch_norm_forward_biased_running_var, batch_norm_forward_momentum_swapped,
              batch_norm_forward_eval_uses_batch, batch_norm_forward_batch_axis_only,
              batch_norm_forward_no_size_check],

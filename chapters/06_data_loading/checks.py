@@ -16,10 +16,9 @@ from typing import Any
 import numpy as np
 
 import course_lib as cl
+from course.checks import exercise, probe
 from course_lib.utils import data as D
 from course_lib.utils.data._utils import ExceptionWrapper
-
-from course.checks import exercise, probe
 
 
 def show(obj: Any) -> str:

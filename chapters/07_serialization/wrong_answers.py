@@ -10,7 +10,6 @@ import pickle
 import zipfile
 from collections import OrderedDict
 
-
 _STORAGE_NAMES07 = {"float32": "FloatStorage", "float64": "DoubleStorage", "float16": "HalfStorage",
                     "int64": "LongStorage", "int32": "IntStorage", "int16": "ShortStorage", "int8": "CharStorage",
                     "uint8": "ByteStorage", "bool": "BoolStorage"}

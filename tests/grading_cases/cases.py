@@ -6,7 +6,6 @@ fill in answers, so they follow chapter 00 as it changes.
 """
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 

@@ -1,4 +1,5 @@
-"""Start a grading kernel under limits: ``python -I -S _kernel_launcher.py [options] -- python -m ipykernel_launcher ...``.
+"""Start a grading kernel under limits:
+``python -I -S _kernel_launcher.py [options] -- python -m ipykernel_launcher ...``.
 
 The grader's pytest plugin puts this in front of the kernel's command. It sets the resource limits
 (they hold for the kernel and everything it starts), drops pytest's own variables from the

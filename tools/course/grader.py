@@ -636,8 +636,8 @@ def _clean(lines) -> list[str]:
 def _error_text(rep: dict, last: int = 4) -> str:
     ename = rep.get("ename")
     if ename in ("CheckFailure", "NotAttempted"):
-        return "\n".join(l for l in _clean(rep.get("traceback", [])) if l.strip())
-    tb = [l for l in _clean(rep.get("traceback", [])) if l.strip() and not set(l.strip()) <= {"-"}]
+        return "\n".join(line for line in _clean(rep.get("traceback", [])) if line.strip())
+    tb = [line for line in _clean(rep.get("traceback", [])) if line.strip() and not set(line.strip()) <= {"-"}]
     if tb:
         # IPython's traceback: keep the last lines (where, and the exception)
         return "\n".join(tb[-last:])
@@ -786,8 +786,8 @@ def _verdicts(plan: _Plan, run: _Run, ref, titles, stopped: dict[str, tuple[str,
             results.append(result(FAIL, "\n".join([f"your solution cell raised {text[-1]}"] + text[:-1])))
             continue
         if rep.get("message", "").startswith("Cell outputs differ"):
-            expected = next((o.get("text", "") for o in next(c for c in nbio.check_cells(ref) if nbio.exercise_of(c) == ex).outputs
-                             if o.get("output_type") == "stream"), "")
+            ref_cell = next(c for c in nbio.check_cells(ref) if nbio.exercise_of(c) == ex)
+            expected = next((o.get("text", "") for o in ref_cell.outputs if o.get("output_type") == "stream"), "")
             results.append(result(ERROR, f"the check printed {rep.get('stdout', '').strip()[:500]!r} but the "
                                   f"solutions expect {expected.strip()!r}: are course_lib and solutions/ from the "
                                   "same version?"))
@@ -810,7 +810,8 @@ def _cell_notes(plan: _Plan, run: _Run, stopped: dict[str, tuple[str, str]], rep
         rep = run.reports.get(n)
         cid = plan.ids[n]
         if role == "other" and cid in stopped:
-            notes.append(f"code cell {n + 1} (id {cid}): {stopped[cid][1]}" + ("; it was skipped" if cid in replaced else ""))
+            notes.append(f"code cell {n + 1} (id {cid}): {stopped[cid][1]}"
+                         + ("; it was skipped" if cid in replaced else ""))
         elif role == "other" and rep is not None and rep["outcome"] == "failed" and not rep.get("xfail"):
             first = _error_text(rep, last=1)
             notes.append(f"code cell {n + 1} (id {plan.ids[n]}) raised an error: {first}")
