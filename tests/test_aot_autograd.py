@@ -6,6 +6,7 @@ with each partitioner and require the same outputs and gradients.
 """
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -177,6 +178,23 @@ def test_min_cut_keeps_a_reduction_instead_of_its_input():
     fn = lambda x: (x - x.mean(dim=0)) / x.var(dim=0).sqrt()  # noqa: E731
     fw, bw = partition(fn, [leaf(6, 3)], min_cut_rematerialization_partition)
     assert saved_values(bw) == ["primals_1", "mean", "sqrt"]
+
+
+def test_the_flow_network_of_the_seed_function():
+    from course_lib._functorch.partitioners import build_flow_network, classify_nodes
+    joint = trace_joint(seed_a, leaf(4), leaf(4, seed=1))
+    info = classify_nodes(joint.module, num_fwd_outputs=1)
+    assert {n.name for n in info.required_fw_nodes} == {"primals_1", "primals_2", "abs_1", "add", "div", "mul"}
+    network, banned = build_flow_network(joint.module.graph, info)
+    assert {n.name for n in banned} == {"primals_1", "primals_2", "mul"}
+    assert network["source"]["primals_1_in"]["reason"] == "cannot recompute: primal input"
+    assert network["source"]["mul_in"]["reason"] == "cannot recompute: materialized in backward"  # the output
+    # 16 bytes * 1.1 ** max(min(dist_from_bw, 100), 1): the inputs are read by the backward (distance 1),
+    # abs_1 two ops before it; abs_1 fuses into its only user, add, so it is never written to memory
+    # anyway: saving it costs twice
+    assert network["primals_1_in"]["primals_1_out"]["capacity"] == int(16 * 1.1)
+    assert network["abs_1_in"]["abs_1_out"]["capacity"] == 2 * int(16 * 1.1 ** 2)
+    assert network["tangents_1_in"]["sink"]["capacity"] == math.inf
 
 
 def test_partitions_do_not_change_the_joint_graph():

@@ -52,7 +52,7 @@ from ..fx.node import Node
 from ..fx.passes.cse_pass import common_subexpression_elimination
 
 __all__ = ["default_partition", "min_cut_rematerialization_partition", "saved_values", "MinCutOptions",
-           "OpTypes", "get_default_op_list"]
+           "OpTypes", "get_default_op_list", "classify_nodes", "build_flow_network", "solve_min_cut"]
 
 
 # ---------------------------------------------------------------------------
@@ -312,9 +312,10 @@ def _dist_from_bw(joint_graph: Graph, info: NodeInfo) -> dict[Node, int]:
     return dist
 
 
-def solve_min_cut(joint_graph: Graph, info: NodeInfo, options: MinCutOptions = MinCutOptions(),
-                  op_types: OpTypes | None = None) -> tuple[list[Node], set[Node]]:
-    """The values to save (in graph order) and the nodes banned from recomputation."""
+def build_flow_network(joint_graph: Graph, info: NodeInfo, options: MinCutOptions = MinCutOptions(),
+                       op_types: OpTypes | None = None) -> tuple[Any, set[Node]]:
+    """The min-cut's flow network (a ``networkx.DiGraph`` from "source" to "sink"; each edge has a
+    ``capacity``, and ``reason`` where it is infinite) and the nodes banned from recomputation."""
     op_types = op_types or get_default_op_list()
     dist = _dist_from_bw(joint_graph, info)
 
@@ -372,26 +373,28 @@ def solve_min_cut(joint_graph: Graph, info: NodeInfo, options: MinCutOptions = M
         if op_types.is_view(node):
             return
         banned.add(node)
-        nx_graph.add_edge("source", node.name + "_in", capacity=math.inf, reason=reason)
+        nx_graph.add_edge("source", node.name + "_in", capacity=math.inf, reason=f"cannot recompute: {reason}")
 
     for node in joint_graph.nodes:
         if node.op == "output":
             continue
         if node in info.required_bw_nodes:
             if node not in info.tangents_closure:
-                nx_graph.add_edge(node.name + "_out", "sink", capacity=math.inf)
+                nx_graph.add_edge(node.name + "_out", "sink", capacity=math.inf, reason="input required for gradient")
             else:
-                nx_graph.add_edge(node.name + "_in", "sink", capacity=math.inf)
+                nx_graph.add_edge(node.name + "_in", "sink", capacity=math.inf, reason="required for gradient")
                 continue
         if _is_primal(node):
             ban_recomputation(node, "primal input")
         reason = should_ban_recomputation(node)
         if info.is_required_fw(node) and reason:
             ban_recomputation(node, reason)
-        weight = get_node_weight(node) if _is_tensor(node) else math.inf   # a tuple cannot be saved
-        nx_graph.add_edge(node.name + "_in", node.name + "_out", capacity=weight)
+        if _is_tensor(node):
+            nx_graph.add_edge(node.name + "_in", node.name + "_out", capacity=get_node_weight(node))
+        else:
+            nx_graph.add_edge(node.name + "_in", node.name + "_out", capacity=math.inf, reason="cannot save: a tuple")
         for user in node.users:
-            nx_graph.add_edge(node.name + "_out", user.name + "_in", capacity=math.inf)
+            nx_graph.add_edge(node.name + "_out", user.name + "_in", capacity=math.inf, reason="data dependency")
 
     fw_nodes = sorted(info.required_fw_nodes, key=info.fw_order.__getitem__)
 
@@ -438,6 +441,13 @@ def solve_min_cut(joint_graph: Graph, info: NodeInfo, options: MinCutOptions = M
                     if info.is_required_fw(user) and is_fusible(cur, user) and user not in banned:
                         heapq.heappush(fusible, (info.fw_order[user], user.name, user))
 
+    return nx_graph, banned
+
+
+def solve_min_cut(joint_graph: Graph, info: NodeInfo, options: MinCutOptions = MinCutOptions(),
+                  op_types: OpTypes | None = None) -> tuple[list[Node], set[Node]]:
+    """The values to save (in graph order) and the nodes banned from recomputation."""
+    nx_graph, banned = build_flow_network(joint_graph, info, options, op_types)
     _, (reachable, non_reachable) = nx.minimum_cut(nx_graph, "source", "sink")
     cut: set[str] = set()
     for u in reachable:
