@@ -11,10 +11,10 @@ the **saved values**: the forward graph returns ``outputs + saved``, the backwar
 * ``min_cut_rematerialization_partition`` chooses the saved values that cost the least memory
   traffic, recomputing cheap ops (pointwise, views, reductions) in the backward.  It builds a flow
   network in which each node ``X`` is an edge ``X_in -> X_out`` whose capacity is the bytes of
-  ``X``'s value, ``* 1.1 ** min(dist_from_bw, 100)`` (values close to the backward are cheaper to
-  keep) and ``* 2`` when ``X`` would not be written to memory anyway (it fuses into all its users).
-  Data edges have infinite capacity; what the backward needs is connected to the sink; what must
-  not be recomputed (inputs, matmuls and convolutions, random ops, ops outside the recomputable
+  ``X``'s value, ``* 1.1 ** max(min(dist_from_bw, 100), 1)`` (values close to the backward are
+  cheaper to keep) and ``* 2`` when ``X`` would not be written to memory anyway (it fuses into all
+  its users).  Data edges have infinite capacity; what the backward needs is connected to the
+  sink; what must not be recomputed (inputs, matmuls and convolutions, random ops, ops outside the recomputable
   list, reductions that shrink their input 4x, ...) hangs from the source with infinite capacity.
   The minimum source-sink cut (``networkx.minimum_cut``) crosses exactly the ``X_in -> X_out``
   edges of the values to save.
@@ -25,8 +25,10 @@ backward (the inputs are needed anyway and recomputing is free).  On ``cos(cos(x
 saves ``primals_1, cos`` and the min-cut only ``primals_1``.  ``saved_values(bw_module)`` lists
 them.
 
-Not carried over from PyTorch: activation checkpointing tags, the activation memory budget (as if
-1.0), RNG functionalization, symbolic sizes, collectives, and reordering the backward graph.
+``build_flow_network`` returns that network (``networkx.DiGraph``, with each infinite edge's
+reason) for drawing.  Not carried over from PyTorch: activation checkpointing tags, the activation
+memory budget (as if 1.0), RNG functionalization, symbolic sizes, collectives, and reordering the
+backward graph.
 networkx is course_lib's ``compile`` extra; eager course_lib does not need it.
 """
 from __future__ import annotations
