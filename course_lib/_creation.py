@@ -33,7 +33,7 @@ import warnings
 import numpy as np
 from numpy.lib.stride_tricks import as_strided as _np_as_strided
 
-from . import _dtype as D
+from . import _dtype
 from ._device import device as _device_cls
 from ._ops import common as _common
 from ._parallel import parallel_copy
@@ -54,12 +54,12 @@ _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 # ---------------------------------------------------------------------------
 # small argument helpers shared by every factory
 # ---------------------------------------------------------------------------
-_PY_TYPE_DTYPES = {builtins.float: D.float64, builtins.int: D.int64, builtins.bool: D.bool_}
+_PY_TYPE_DTYPES = {builtins.float: _dtype.float64, builtins.int: _dtype.int64, builtins.bool: _dtype.bool_}
 
 
 def _parse_dtype(dtype, fname: str = "tensor"):
     """``None``, a course_lib dtype, or the Python types ``float``/``int``/``bool``."""
-    if dtype is None or isinstance(dtype, D.dtype):
+    if dtype is None or isinstance(dtype, _dtype.dtype):
         return dtype
     d = _PY_TYPE_DTYPES.get(dtype)
     if d is not None:
@@ -116,7 +116,7 @@ def _numel(shape) -> int:
     return n
 
 
-def _new(shape: tuple, dtype: D.dtype, device: str | None, fill=None, requires_grad: bool = False):
+def _new(shape: tuple, dtype: _dtype.dtype, device: str | None, fill=None, requires_grad: bool = False):
     """A fresh contiguous tensor; ``fill`` None means uninitialised (``empty``)."""
     if device == "meta":
         return _check_requires_grad(_common.empty_meta(shape, dtype), requires_grad)
@@ -171,33 +171,33 @@ def _compute_sizes(seq) -> list:
     return sizes
 
 
-def _infer_scalar_type(obj) -> D.dtype:
+def _infer_scalar_type(obj) -> _dtype.dtype:
     """The dtype PyTorch gives ``obj``: promote the types of all its elements.
 
     bool < int64 < the default float dtype; numpy arrays and scalars keep their
     own dtype; a tensor element contributes its dtype; an empty list is float.
     """
     if isinstance(obj, (np.ndarray, np.generic)):
-        return D.from_numpy_dtype(obj.dtype)
+        return _dtype.from_numpy_dtype(obj.dtype)
     if isinstance(obj, builtins.float):
-        return D.get_default_dtype()
+        return _dtype.get_default_dtype()
     if isinstance(obj, builtins.bool):
-        return D.bool_
+        return _dtype.bool_
     if isinstance(obj, builtins.int):
-        return D.int64
+        return _dtype.int64
     if isinstance(obj, Tensor):
         return obj.dtype
     if isinstance(obj, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{_tp_name(obj)}'")
     if _is_sequence(obj):
         if len(obj) == 0:
-            return D.get_default_dtype()
+            return _dtype.get_default_dtype()
         result = None
         for item in obj:
             if item is obj:
                 raise TypeError("new(): self-referential lists are incompatible")
             d = _infer_scalar_type(item)
-            result = d if result is None else D.promote_types(result, d)
+            result = d if result is None else _dtype.promote_types(result, d)
         return result
     raise RuntimeError(f"Could not infer dtype of {_tp_name(obj)}")
 
@@ -209,7 +209,7 @@ _INT_LIMITS = {
 }
 
 
-def _int_overflows(v: int, dtype: D.dtype) -> bool:
+def _int_overflows(v: int, dtype: _dtype.dtype) -> bool:
     """c10's ``overflows<To>(int64 v)``: unsigned types also accept -max..-1 (they wrap)."""
     lo, hi = _INT_LIMITS[dtype.name]
     if lo == 0:
@@ -217,7 +217,7 @@ def _int_overflows(v: int, dtype: D.dtype) -> bool:
     return v < lo or v > hi
 
 
-def _float_overflows(f: float, dtype: D.dtype) -> bool:
+def _float_overflows(f: float, dtype: _dtype.dtype) -> bool:
     """c10's ``overflows<To>(double f)`` for an integer ``To``: NaN, inf or out of range."""
     if f != f or f in (math.inf, -math.inf):
         return True
@@ -225,7 +225,7 @@ def _float_overflows(f: float, dtype: D.dtype) -> bool:
     return f < builtins.float(lo) or f > builtins.float(hi)
 
 
-def _wrap_int(v: int, dtype: D.dtype) -> int:
+def _wrap_int(v: int, dtype: _dtype.dtype) -> int:
     """Two's-complement wrap of ``v`` into ``dtype`` (what the C cast does)."""
     bits = dtype.itemsize * 8
     v &= (1 << bits) - 1
@@ -246,7 +246,7 @@ def _as_double(obj) -> float:
     raise TypeError(f"must be real number, not {_tp_name(obj)}")
 
 
-def _store_scalar(obj, dtype: D.dtype):
+def _store_scalar(obj, dtype: _dtype.dtype):
     """Convert one leaf value the way ``torch::utils::store_scalar`` does.
 
     Returns a Python number ready to be written into a buffer of ``dtype``.
@@ -255,21 +255,21 @@ def _store_scalar(obj, dtype: D.dtype):
     cat = dtype.category
     if isinstance(obj, T):
         # A tensor used as a number: what float() / operator.index() on it do in PyTorch.
-        if cat == D._FLOAT:
+        if cat == _dtype._FLOAT:
             if obj.numel() != 1:
                 raise ValueError("only one element tensors can be converted to Python scalars")
             return np.asarray(obj._np().reshape(()).item(), dtype=np.float64).astype(dtype.np).item()
-        if obj.numel() != 1 or obj.dtype.category == D._FLOAT:
+        if obj.numel() != 1 or obj.dtype.category == _dtype._FLOAT:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         obj = obj._np().reshape(()).item()
-    if cat == D._FLOAT:
+    if cat == _dtype._FLOAT:
         d = _as_double(obj)
-        if dtype is D.float64:
+        if dtype is _dtype.float64:
             return d
         with np.errstate(over="ignore"):           # too large -> inf, as the C cast does
             f = np.float32(d)
-            return (np.float16(f) if dtype is D.float16 else f).item()
-    if cat == D._BOOL:
+            return (np.float16(f) if dtype is _dtype.float16 else f).item()
+    if cat == _dtype._BOOL:
         if isinstance(obj, builtins.float):
             return obj != 0                       # NaN is True, as in C
         if isinstance(obj, np.bool_):
@@ -283,7 +283,7 @@ def _store_scalar(obj, dtype: D.dtype):
     v = operator.index(obj)
     if v < _INT64_MIN or v > _INT64_MAX:
         raise ValueError("Overflow when unpacking long long")
-    if dtype is not D.int64 and _int_overflows(v, dtype):
+    if dtype is not _dtype.int64 and _int_overflows(v, dtype):
         raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
     return _wrap_int(v, dtype)
 
@@ -292,7 +292,7 @@ _warned_ndarray_list = [False]
 
 
 def _recursive_store(buf: np.ndarray, offset: int, sizes: list, strides: list, dim: int,
-                     dtype: D.dtype, obj) -> None:
+                     dtype: _dtype.dtype, obj) -> None:
     """Write the values of nested sequence ``obj`` into the flat buffer ``buf``.
 
     ``offset`` is where ``obj``'s first element goes; ``strides`` are the
@@ -301,7 +301,7 @@ def _recursive_store(buf: np.ndarray, offset: int, sizes: list, strides: list, d
     it, each level must have exactly ``sizes[dim]`` items.
 
     >>> buf = np.zeros(4, dtype=np.int64)
-    >>> _recursive_store(buf, 0, [2, 2], [2, 1], 0, D.int64, [[1, 2], [3, 4]]); buf.tolist()
+    >>> _recursive_store(buf, 0, [2, 2], [2, 1], 0, _dtype.int64, [[1, 2], [3, 4]]); buf.tolist()
     [1, 2, 3, 4]
     """
     ndim = len(sizes)
@@ -341,7 +341,7 @@ def _recursive_store(buf: np.ndarray, offset: int, sizes: list, strides: list, d
         offset += step
 
 
-def _convert_numbers(a: np.ndarray, dtype: D.dtype, numpy_scalars: bool) -> np.ndarray | None:
+def _convert_numbers(a: np.ndarray, dtype: _dtype.dtype, numpy_scalars: bool) -> np.ndarray | None:
     """Vectorised ``_store_scalar`` over an array of numbers (bool, int64 or float arrays).
 
     ``numpy_scalars`` says the values stand for numpy scalars (elements of an
@@ -352,18 +352,18 @@ def _convert_numbers(a: np.ndarray, dtype: D.dtype, numpy_scalars: bool) -> np.n
     """
     kind = a.dtype.kind
     cat = dtype.category
-    if cat == D._FLOAT:
+    if cat == _dtype._FLOAT:
         with np.errstate(all="ignore"):
             # Each value goes to double first, then to the dtype (as the C code casts).
             d = a if a.dtype == np.float64 else a.astype(np.float64)
-            if dtype is D.float16:
+            if dtype is _dtype.float16:
                 return d.astype(np.float32).astype(np.float16)
             return d.astype(dtype.np)
     if kind == "f" and numpy_scalars and a.dtype != np.float64:
         return None            # 'numpy.float32' object cannot be interpreted as an integer
-    if kind == "b" and numpy_scalars and cat != D._BOOL:
+    if kind == "b" and numpy_scalars and cat != _dtype._BOOL:
         return None            # 'numpy.bool' object cannot be interpreted as an integer
-    if cat == D._BOOL:
+    if cat == _dtype._BOOL:
         return a != 0 if kind != "b" else a.copy()
     if kind == "f":
         if a.size:
@@ -373,7 +373,7 @@ def _convert_numbers(a: np.ndarray, dtype: D.dtype, numpy_scalars: bool) -> np.n
                 raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
         with np.errstate(all="ignore"):
             return a.astype(np.int64).astype(dtype.np)
-    if kind in "iu" and dtype is not D.int64 and a.size:
+    if kind in "iu" and dtype is not _dtype.int64 and a.size:
         lo, hi = _INT_LIMITS[dtype.name]
         mn, mx = int(a.min()), int(a.max())
         if _int_overflows(mn, dtype) or _int_overflows(mx, dtype):
@@ -386,7 +386,7 @@ def _convert_numbers(a: np.ndarray, dtype: D.dtype, numpy_scalars: bool) -> np.n
 _SCALAR_TYPES = {builtins.float, builtins.int, builtins.bool}
 
 
-def _fast_path(data, sizes: list, dtype: D.dtype | None):
+def _fast_path(data, sizes: list, dtype: _dtype.dtype | None):
     """numpy does steps 2 and 3 at once when every leaf is a Python bool, int or float.
 
     Returns a numpy array of the final dtype, or None to take the reference path.
@@ -409,18 +409,18 @@ def _fast_path(data, sizes: list, dtype: D.dtype | None):
         return None  # numpy made floats of ints beyond int64 (e.g. [0, 2**63]): the reference path raises
     if dtype is None:
         if builtins.float in types:
-            dtype = D.get_default_dtype()
+            dtype = _dtype.get_default_dtype()
         elif builtins.int in types:
-            dtype = D.int64
+            dtype = _dtype.int64
         else:
-            dtype = D.bool_
-    elif (dtype.category == D._INT and builtins.float in types and builtins.int in types):
+            dtype = _dtype.bool_
+    elif (dtype.category == _dtype._INT and builtins.float in types and builtins.int in types):
         return None  # exact big ints and truncated floats in one list: keep them apart
     return _convert_numbers(arr, dtype, numpy_scalars=False)
 
 
-def _check_numpy(arr: np.ndarray) -> D.dtype:
-    d = D.from_numpy_dtype(arr.dtype) if arr.dtype.isnative else None
+def _check_numpy(arr: np.ndarray) -> _dtype.dtype:
+    d = _dtype.from_numpy_dtype(arr.dtype) if arr.dtype.isnative else None
     if d is None:
         raise ValueError("given numpy array has byte order different from the native byte order. "
                          "Conversion between byte orders is currently not supported.")
@@ -432,7 +432,7 @@ def _check_numpy(arr: np.ndarray) -> D.dtype:
     return d
 
 
-def tensor(data, *, dtype: D.dtype | None = None, device=None, requires_grad: bool = False,
+def tensor(data, *, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False,
            pin_memory: bool = False):
     """A new tensor holding a copy of ``data`` (nested lists/tuples, numbers, numpy arrays, tensors).
 
@@ -477,7 +477,7 @@ def tensor(data, *, dtype: D.dtype | None = None, device=None, requires_grad: bo
     sizes = _compute_sizes(data)
     arr = _fast_path(data, sizes, dtype)
     if arr is not None:
-        dtype = dtype or D._BY_NP[arr.dtype]
+        dtype = dtype or _dtype._BY_NP[arr.dtype]
     else:
         if dtype is None:
             dtype = _infer_scalar_type(data)
@@ -493,7 +493,7 @@ def tensor(data, *, dtype: D.dtype | None = None, device=None, requires_grad: bo
     return _check_requires_grad(_common.wrap(arr, dtype), requires_grad)
 
 
-def as_tensor(data, dtype: D.dtype | None = None, device=None):
+def as_tensor(data, dtype: _dtype.dtype | None = None, device=None):
     """Like ``tensor`` but shares memory when it can: a tensor of the right dtype is
     returned as is, a numpy array becomes a tensor over the same memory."""
     dtype = _parse_dtype(dtype, "as_tensor")
@@ -511,7 +511,7 @@ def as_tensor(data, dtype: D.dtype | None = None, device=None):
     return tensor(data, dtype=dtype, device=dev)
 
 
-def _convert(t, dtype: D.dtype, dev: str):
+def _convert(t, dtype: _dtype.dtype, dev: str):
     """A copy of ``t`` with another dtype and/or device (a tiny ``Tensor.to``)."""
     if dev == "meta" or t.is_meta:
         return _common.empty_meta(t._shape, dtype)
@@ -555,14 +555,14 @@ def from_numpy(ndarray: np.ndarray):
     return t
 
 
-def scalar_tensor(s, *, dtype: D.dtype | None = None, device=None, requires_grad: bool = False):
+def scalar_tensor(s, *, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False):
     """A 0-d tensor holding ``s`` (default float dtype unless ``dtype`` is given)."""
     T = Tensor
     if isinstance(s, T):
         s = s.item()
     if not isinstance(s, (builtins.int, builtins.float, np.number, np.bool_)):
         raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not {_tp_name(s)}")
-    dtype = _parse_dtype(dtype, "scalar_tensor") or D.get_default_dtype()
+    dtype = _parse_dtype(dtype, "scalar_tensor") or _dtype.get_default_dtype()
     return full((), s, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
@@ -572,33 +572,33 @@ def scalar_tensor(s, *, dtype: D.dtype | None = None, device=None, requires_grad
 def _factory(size, fname, dtype, device, requires_grad, fill):
     shape = _parse_size(size, fname)
     _check_sizes(shape, fname)
-    dtype = _parse_dtype(dtype, fname) or D.get_default_dtype()
+    dtype = _parse_dtype(dtype, fname) or _dtype.get_default_dtype()
     return _new(shape, dtype, _parse_device(device), fill, requires_grad)
 
 
-def zeros(*size, dtype: D.dtype | None = None, device=None, requires_grad: bool = False, out=None):
+def zeros(*size, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False, out=None):
     """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))``."""
     return _factory(size, "zeros", dtype, device, requires_grad, 0)
 
 
-def ones(*size, dtype: D.dtype | None = None, device=None, requires_grad: bool = False, out=None):
+def ones(*size, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False, out=None):
     """A tensor of ones: ``ones(2, 3)`` or ``ones((2, 3))``."""
     return _factory(size, "ones", dtype, device, requires_grad, 1)
 
 
-def empty(*size, dtype: D.dtype | None = None, device=None, requires_grad: bool = False, out=None):
+def empty(*size, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False, out=None):
     """An uninitialised tensor (whatever the memory held): ``empty(2, 3)``."""
     return _factory(size, "empty", dtype, device, requires_grad, None)
 
 
-def _checked_fill(value, dtype: D.dtype):
+def _checked_fill(value, dtype: _dtype.dtype):
     """A fill value converted to ``dtype`` with PyTorch's overflow check (``Scalar.to<T>()``)."""
     T = Tensor
     if isinstance(value, T):
         value = value.item()
     cat = dtype.category
-    msg = f"value cannot be converted to type {D.c_type_name(dtype, 'checked')} without overflow"
-    if cat == D._BOOL:
+    msg = f"value cannot be converted to type {_dtype.c_type_name(dtype, 'checked')} without overflow"
+    if cat == _dtype._BOOL:
         return builtins.bool(value)
     if isinstance(value, (builtins.bool, np.bool_)):
         return builtins.int(value)
@@ -606,22 +606,22 @@ def _checked_fill(value, dtype: D.dtype):
         v = builtins.int(value)
         if v < _INT64_MIN or v > _INT64_MAX:
             raise RuntimeError("value cannot be converted to type int64_t without overflow")
-        if cat == D._INT:
-            if dtype is not D.int64 and _int_overflows(v, dtype):
+        if cat == _dtype._INT:
+            if dtype is not _dtype.int64 and _int_overflows(v, dtype):
                 raise RuntimeError(msg)
             return _wrap_int(v, dtype)
         value = builtins.float(v)
     f = builtins.float(value)
-    if cat == D._INT:
+    if cat == _dtype._INT:
         if _float_overflows(f, dtype):
             raise RuntimeError(msg)
         return _wrap_int(builtins.int(f), dtype)
-    if dtype is not D.float64 and math.isfinite(f) and abs(f) > np.finfo(dtype.np).max:
+    if dtype is not _dtype.float64 and math.isfinite(f) and abs(f) > np.finfo(dtype.np).max:
         raise RuntimeError(msg)
     return f
 
 
-def full(size, fill_value, *, dtype: D.dtype | None = None, device=None, requires_grad: bool = False,
+def full(size, fill_value, *, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False,
          out=None):
     """A tensor filled with ``fill_value``; its dtype follows the value like PyTorch
     (bool -> bool, int -> int64, float -> the default float dtype)."""
@@ -632,11 +632,11 @@ def full(size, fill_value, *, dtype: D.dtype | None = None, device=None, require
     dtype = _parse_dtype(dtype, "full")
     if dtype is None:
         v = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
-        dtype = D.scalar_dtype(v)
+        dtype = _dtype.scalar_dtype(v)
     return _new(shape, dtype, _parse_device(device), _checked_fill(fill_value, dtype), requires_grad)
 
 
-def empty_strided(size, stride, *, dtype: D.dtype | None = None, device=None,
+def empty_strided(size, stride, *, dtype: _dtype.dtype | None = None, device=None,
                   requires_grad: bool = False):
     """An uninitialised tensor with the given strides; the storage is just big enough."""
     shape = _parse_size((size,), "empty_strided")
@@ -648,7 +648,7 @@ def empty_strided(size, stride, *, dtype: D.dtype | None = None, device=None,
     if any(s < 0 for s in stride):
         raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)} and "
                            f"strides={list(stride)}")
-    dtype = _parse_dtype(dtype, "empty_strided") or D.get_default_dtype()
+    dtype = _parse_dtype(dtype, "empty_strided") or _dtype.get_default_dtype()
     n = 0 if 0 in shape else 1 + builtins.sum((s - 1) * st for s, st in zip(shape, stride))
     storage = Storage.empty(n, dtype, _parse_device(device) or "cpu")
     t = Tensor._make(storage, 0, shape, stride, dtype)
@@ -673,7 +673,7 @@ def _fmt_scalar(x) -> str:
     return str(x)
 
 
-def arange(start=0, end=None, step=1, *, dtype: D.dtype | None = None, device=None,
+def arange(start=0, end=None, step=1, *, dtype: _dtype.dtype | None = None, device=None,
            requires_grad: bool = False, out=None):
     """Values from ``start`` up to (not including) ``end`` spaced by ``step``.
 
@@ -687,8 +687,8 @@ def arange(start=0, end=None, step=1, *, dtype: D.dtype | None = None, device=No
     dtype = _parse_dtype(dtype, "arange")
     if dtype is None:
         any_float = any(isinstance(v, builtins.float) for v in (start, end, step))
-        dtype = D.get_default_dtype() if any_float else D.int64
-    if dtype is D.bool_:
+        dtype = _dtype.get_default_dtype() if any_float else _dtype.int64
+    if dtype is _dtype.bool_:
         raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
     fs, fe, fstep = builtins.float(start), builtins.float(end), builtins.float(step)
     if fstep == 0 or fstep != fstep:
@@ -697,7 +697,7 @@ def arange(start=0, end=None, step=1, *, dtype: D.dtype | None = None, device=No
         raise RuntimeError(f"unsupported range: {_fmt_scalar(start)} -> {_fmt_scalar(end)}")
     if not ((fstep > 0 and fe >= fs) or (fstep < 0 and fe <= fs)):
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
-    if dtype is D.int64:
+    if dtype is _dtype.int64:
         # PyTorch converts the three values to int64 first (truncating floats).
         xs, xe, xst = builtins.int(start), builtins.int(end), builtins.int(step)
         if xst == 0:
@@ -716,8 +716,8 @@ def arange(start=0, end=None, step=1, *, dtype: D.dtype | None = None, device=No
         values = None
         if _parse_device(device) != "meta":
             # PyTorch's vectorised kernel can differ from start + i * step in the last bit.
-            if dtype.category == D._FLOAT:
-                acc = np.float32 if dtype is D.float16 else np.float64
+            if dtype.category == _dtype._FLOAT:
+                acc = np.float32 if dtype is _dtype.float16 else np.float64
                 values = acc(fs) + np.arange(n, dtype=acc) * acc(fstep)
             else:
                 xs, xst = builtins.int(start), builtins.int(step)
@@ -749,7 +749,7 @@ def _fma(a, b, c):
     return s + (ep + es)
 
 
-def linspace(start, end, steps: int, *, dtype: D.dtype | None = None, device=None,
+def linspace(start, end, steps: int, *, dtype: _dtype.dtype | None = None, device=None,
              requires_grad: bool = False, out=None):
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive.
 
@@ -764,8 +764,8 @@ def linspace(start, end, steps: int, *, dtype: D.dtype | None = None, device=Non
     steps = builtins.int(steps)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    dtype = _parse_dtype(dtype, "linspace") or D.get_default_dtype()
-    if dtype is D.bool_:
+    dtype = _parse_dtype(dtype, "linspace") or _dtype.get_default_dtype()
+    if dtype is _dtype.bool_:
         raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
     dev = _parse_device(device)
     if dev == "meta":
@@ -775,7 +775,7 @@ def linspace(start, end, steps: int, *, dtype: D.dtype | None = None, device=Non
     up = idx < max(steps // 2, 1)          # a single step is ``start``
     down_n = (steps - 1 - idx)
     with np.errstate(all="ignore"):
-        if dtype is D.float16:
+        if dtype is _dtype.float16:
             h, f = np.float16, np.float32
             s, e = h(start), h(end)
             st = h(f(h(f(e) - f(s))) / f(h(steps - 1))) if steps > 1 else h(0)
@@ -783,7 +783,7 @@ def linspace(start, end, steps: int, *, dtype: D.dtype | None = None, device=Non
             p_dn = (f(st) * down_n.astype(h).astype(f)).astype(h).astype(f)
             arr = np.where(up, f(s) + p_up, f(e) - p_dn).astype(h)
         else:
-            if dtype.category == D._FLOAT:
+            if dtype.category == _dtype._FLOAT:
                 s, e = dtype.np.type(start), dtype.np.type(end)
                 st = (e - s) / dtype.np.type(steps - 1) if steps > 1 else dtype.np.type(0)
             else:
@@ -791,13 +791,13 @@ def linspace(start, end, steps: int, *, dtype: D.dtype | None = None, device=Non
                 e = builtins.float(_wrap_int(builtins.int(end), dtype))
                 st = (e - s) / (steps - 1) if steps > 1 else 0.0
             vals = np.where(up, _fma(st, idx, s), _fma(-builtins.float(st), down_n, e))
-            if dtype.category != D._FLOAT:
+            if dtype.category != _dtype._FLOAT:
                 vals = np.trunc(vals)
             arr = vals.astype(dtype.np)
     return _check_requires_grad(_common.wrap(arr, dtype), requires_grad)
 
 
-def eye(n: int, m: int | None = None, *, dtype: D.dtype | None = None, device=None,
+def eye(n: int, m: int | None = None, *, dtype: _dtype.dtype | None = None, device=None,
         requires_grad: bool = False, out=None):
     """The ``n x m`` identity matrix (``m`` defaults to ``n``)."""
     for name, v, pos in (("n", n, 1), ("m", m, 2)):
@@ -809,7 +809,7 @@ def eye(n: int, m: int | None = None, *, dtype: D.dtype | None = None, device=No
         m = n
     if m < 0:
         raise RuntimeError(f"m must be greater or equal to 0, got {m}")
-    dtype = _parse_dtype(dtype, "eye") or D.get_default_dtype()
+    dtype = _parse_dtype(dtype, "eye") or _dtype.get_default_dtype()
     dev = _parse_device(device)
     if dev == "meta":
         return _check_requires_grad(_common.empty_meta((n, m), dtype), requires_grad)
@@ -894,39 +894,39 @@ def _like(t, dtype, device, requires_grad, fill, fname):
     return _check_requires_grad(r, requires_grad)
 
 
-def zeros_like(input, *, dtype: D.dtype | None = None, device=None, requires_grad: bool = False,
+def zeros_like(input, *, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False,
                memory_format=None):
     """Zeros with ``input``'s shape, dtype, device (and layout, when it is dense)."""
     return _like(input, dtype, device, requires_grad, 0, "zeros_like")
 
 
-def ones_like(input, *, dtype: D.dtype | None = None, device=None, requires_grad: bool = False,
+def ones_like(input, *, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False,
               memory_format=None):
     """Ones with ``input``'s shape, dtype and device."""
     return _like(input, dtype, device, requires_grad, 1, "ones_like")
 
 
-def empty_like(input, *, dtype: D.dtype | None = None, device=None, requires_grad: bool = False,
+def empty_like(input, *, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False,
                memory_format=None):
     """Uninitialised, with ``input``'s shape, dtype and device."""
     return _like(input, dtype, device, requires_grad, None, "empty_like")
 
 
-def full_like(input, fill_value, *, dtype: D.dtype | None = None, device=None,
+def full_like(input, fill_value, *, dtype: _dtype.dtype | None = None, device=None,
               requires_grad: bool = False, memory_format=None):
     """``fill_value`` everywhere, with ``input``'s shape, dtype and device."""
     d = _parse_dtype(dtype, "full_like") or input.dtype
     return _like(input, d, device, requires_grad, _checked_fill(fill_value, d), "full_like")
 
 
-def rand_like(input, *, dtype: D.dtype | None = None, device=None, requires_grad: bool = False,
+def rand_like(input, *, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False,
               generator=None, memory_format=None):
     """Uniform random numbers in [0, 1) with ``input``'s shape, dtype and device."""
     from ._random import rand_like as _f
     return _f(input, dtype=dtype, device=device, requires_grad=requires_grad, generator=generator)
 
 
-def randn_like(input, *, dtype: D.dtype | None = None, device=None, requires_grad: bool = False,
+def randn_like(input, *, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False,
                generator=None, memory_format=None):
     """Standard normal random numbers with ``input``'s shape, dtype and device."""
     from ._random import randn_like as _f
@@ -939,7 +939,7 @@ def randn_like(input, *, dtype: D.dtype | None = None, device=None, requires_gra
 def _rebuild_from_numpy(arr: np.ndarray, requires_grad: bool = False):
     """Unpickle a tensor from the numpy copy ``Tensor.__reduce_ex__`` stored."""
     arr = np.array(arr, order="C")
-    t = _common.wrap(arr, D.from_numpy_dtype(arr.dtype))
+    t = _common.wrap(arr, _dtype.from_numpy_dtype(arr.dtype))
     t._requires_grad = builtins.bool(requires_grad)
     return t
 

@@ -23,7 +23,7 @@ import warnings
 
 import numpy as np
 
-from . import _dtype as D
+from . import _dtype
 from ._creation import (
     _check_requires_grad,
     _check_sizes,
@@ -100,13 +100,13 @@ class Generator:
         raw = (st["state"]["state"].to_bytes(16, "little") + st["state"]["inc"].to_bytes(16, "little")
                + builtins.int(st["has_uint32"]).to_bytes(4, "little")
                + builtins.int(st["uinteger"]).to_bytes(4, "little") + self._seed.to_bytes(8, "little"))
-        return _common.wrap(np.frombuffer(raw, dtype=np.uint8).copy(), D.uint8)
+        return _common.wrap(np.frombuffer(raw, dtype=np.uint8).copy(), _dtype.uint8)
 
     def set_state(self, new_state) -> "Generator":
         """Restore a state from ``get_state()`` (a uint8 tensor, or its bytes)."""
         T = Tensor
         if isinstance(new_state, T):
-            if new_state.dtype is not D.uint8:
+            if new_state.dtype is not _dtype.uint8:
                 raise TypeError("RNG state must be a torch.ByteTensor")
             raw = np.ascontiguousarray(new_state._np()).tobytes()
         elif isinstance(new_state, (bytes, bytearray, memoryview)):
@@ -173,27 +173,27 @@ def _rng(generator) -> np.random.Generator:
     return (generator if generator is not None else default_generator)._rng
 
 
-def _not_implemented(kernel: str, dtype: D.dtype):
+def _not_implemented(kernel: str, dtype: _dtype.dtype):
     return NotImplementedError(f"\"{kernel}\" not implemented for '{dtype._tensor_name}'")
 
 
-def _float_dtype(dtype, kernel: str, fname: str) -> D.dtype:
-    d = _parse_dtype(dtype, fname) or D.get_default_dtype()
+def _float_dtype(dtype, kernel: str, fname: str) -> _dtype.dtype:
+    d = _parse_dtype(dtype, fname) or _dtype.get_default_dtype()
     if not d.is_floating_point:
         raise _not_implemented(kernel, d)
     return d
 
 
-def _uniform01(rng, shape, dtype: D.dtype) -> np.ndarray:
+def _uniform01(rng, shape, dtype: _dtype.dtype) -> np.ndarray:
     """Uniform [0, 1) numbers of ``dtype`` (float16 drawn in float32, kept below 1)."""
-    if dtype is D.float16:
+    if dtype is _dtype.float16:
         x = rng.random(shape, dtype=np.float32).astype(np.float16)
         return np.minimum(x, np.float16(0.99951171875))
     return rng.random(shape, dtype=dtype.np.type)
 
 
-def _std_normal(rng, shape, dtype: D.dtype) -> np.ndarray:
-    if dtype is D.float16:
+def _std_normal(rng, shape, dtype: _dtype.dtype) -> np.ndarray:
+    if dtype is _dtype.float16:
         return rng.standard_normal(shape, dtype=np.float32).astype(np.float16)
     return rng.standard_normal(shape, dtype=dtype.np.type)
 
@@ -237,18 +237,18 @@ def randn(*size, generator: Generator | None = None, dtype=None, device=None,
 _DIGITS = {"float32": 24, "float64": 53, "float16": 11}
 
 
-def _int_range(dtype: D.dtype) -> tuple:
-    if dtype is D.bool_:
+def _int_range(dtype: _dtype.dtype) -> tuple:
+    if dtype is _dtype.bool_:
         return 0, 1
     info = np.iinfo(dtype.np)
     return builtins.int(info.min), builtins.int(info.max)
 
 
-def _check_from_to(frm: int, to: int, dtype: D.dtype) -> None:
+def _check_from_to(frm: int, to: int, dtype: _dtype.dtype) -> None:
     """``random_from_to``'s checks (``aten/src/ATen/native/DistributionTemplates.h``)."""
     if frm >= to:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={frm} >= to={to}")
-    name = D.c_type_name(dtype, "source")
+    name = _dtype.c_type_name(dtype, "source")
     if dtype.is_floating_point:
         d = _DIGITS[dtype.name]
         lim = 2 ** d
@@ -267,10 +267,10 @@ def _check_from_to(frm: int, to: int, dtype: D.dtype) -> None:
         raise RuntimeError(f"to - 1 is out of bounds for {name}")
 
 
-def _randint_array(rng, low: int, high: int, shape, dtype: D.dtype) -> np.ndarray:
+def _randint_array(rng, low: int, high: int, shape, dtype: _dtype.dtype) -> np.ndarray:
     """Integers in [low, high) as ``dtype`` (drawn in int64; the range fits by the checks)."""
     if high - 1 > 2 ** 63 - 1 or low < -(2 ** 63):
-        raise RuntimeError(f"to - 1 is out of bounds for {D.c_type_name(dtype, 'source')}")
+        raise RuntimeError(f"to - 1 is out of bounds for {_dtype.c_type_name(dtype, 'source')}")
     return rng.integers(low, high, size=shape, dtype=np.int64).astype(dtype.np)
 
 
@@ -313,7 +313,7 @@ def randint(*args, size=None, low=None, high=None, generator: Generator | None =
     low = 0 if low is None else _as_int_arg(low, "low", 1, "randint")
     high = _as_int_arg(high, "high", pos_high, "randint")
     shape = _sized((size,), "randint")
-    dtype = _parse_dtype(dtype, "randint") or D.int64
+    dtype = _parse_dtype(dtype, "randint") or _dtype.int64
     _check_from_to(low, high, dtype)
     dev = _parse_device(device)
     arr = None if dev == "meta" else _randint_array(_rng(generator), low, high, shape, dtype)
@@ -326,11 +326,11 @@ def randperm(n: int, *, generator: Generator | None = None, dtype=None, device=N
     n = _as_int_arg(n, "n", 1, "randperm")
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    dtype = _parse_dtype(dtype, "randperm") or D.int64
-    if dtype is D.bool_:
+    dtype = _parse_dtype(dtype, "randperm") or _dtype.int64
+    if dtype is _dtype.bool_:
         raise _not_implemented("randperm", dtype)
     if not dtype.is_floating_point and n > 0 and n - 1 > _int_range(dtype)[1]:
-        raise RuntimeError(f"value cannot be converted to type {D.c_type_name(dtype, 'checked')} without overflow")
+        raise RuntimeError(f"value cannot be converted to type {_dtype.c_type_name(dtype, 'checked')} without overflow")
     dev = _parse_device(device)
     arr = None if dev == "meta" else _rng(generator).permutation(n).astype(dtype.np)
     return _result(arr, (n,), dtype, dev, requires_grad)
@@ -419,7 +419,7 @@ def normal(mean, std=1.0, size=None, *, generator: Generator | None = None, dtyp
     for x in tensors:
         if not x.dtype.is_floating_point:
             raise _not_implemented("normal_kernel_cpu", x.dtype)
-    out_dtype = tensors[0].dtype if len(tensors) == 1 else D.promote_types(mean.dtype, std.dtype)
+    out_dtype = tensors[0].dtype if len(tensors) == 1 else _dtype.promote_types(mean.dtype, std.dtype)
     shape = _common.broadcast_shapes(*(x._shape for x in tensors))
     if stt:
         if std.is_meta is False and std.numel() and (std._np() < 0).any():
@@ -464,7 +464,7 @@ def multinomial(input, num_samples: int, replacement: bool = False, *,
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     out_shape = input._shape[:-1] + (num_samples,)
     if input.is_meta:
-        return _common.empty_meta(out_shape, D.int64)
+        return _common.empty_meta(out_shape, _dtype.int64)
     w = np.asarray(input._np(), dtype=np.float64).reshape(-1, n_cat)
     if not np.isfinite(w).all() or (w < 0).any():
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
@@ -489,7 +489,7 @@ def multinomial(input, num_samples: int, replacement: bool = False, *,
         with np.errstate(divide="ignore"):
             keys = np.where(w > 0, e / w, np.inf)
         idx = np.argsort(keys, axis=1, kind="stable")[:, :num_samples]
-    return _common.wrap(idx.astype(np.int64).reshape(out_shape), D.int64)
+    return _common.wrap(idx.astype(np.int64).reshape(out_shape), _dtype.int64)
 
 
 _BERNOULLI_P_MSG = ("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error "
@@ -556,10 +556,11 @@ def _uniform_(self, from_: float = 0.0, to: float = 1.0, *, generator: Generator
     fmax = builtins.float(np.finfo(self.dtype.np).max)
     for name, v in (("from", from_), ("to", to)):
         if not (-fmax <= v <= fmax):
-            raise RuntimeError(f"{name} is out of bounds for {D.c_type_name(self.dtype, 'source')}")
+            raise RuntimeError(f"{name} is out of bounds for {_dtype.c_type_name(self.dtype, 'source')}")
     if to - from_ > fmax:
-        raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<{D.c_type_name(self.dtype, 'source')}>"
-                           f"::max(), but found to={_fmt_scalar(to)} and from={_fmt_scalar(from_)} which "
+        raise RuntimeError("uniform_ expects to-from <= "
+                           f"std::numeric_limits<{_dtype.c_type_name(self.dtype, 'source')}>::max(), but found "
+                           f"to={_fmt_scalar(to)} and from={_fmt_scalar(from_)} which "
                            f"result in to-from to exceed the limit")
     if not _check_inplace(self):
         return self
@@ -596,7 +597,7 @@ def _random_(self, from_=None, to=None, *, generator: Generator | None = None):
     _check_from_to(from_, to, dtype)
     if not _check_inplace(self):
         return self
-    return _write(self, _randint_array(_rng(generator), from_, to, self._shape, D.int64))
+    return _write(self, _randint_array(_rng(generator), from_, to, self._shape, _dtype.int64))
 
 
 def _bernoulli_(self, p=0.5, *, generator: Generator | None = None):

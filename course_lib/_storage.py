@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from . import _dtype as D
+from . import _dtype
 from . import memory as _memory
 
 _mem_state = _memory._state  # [current bytes, peak bytes, number of allocations]
@@ -68,7 +68,7 @@ class Storage:
 
     __slots__ = ("data", "dtype", "device", "_size", "_nbytes", "_owner", "__weakref__")
 
-    def __init__(self, data: np.ndarray | None, dtype: D.dtype, device: str = "cpu",
+    def __init__(self, data: np.ndarray | None, dtype: _dtype.dtype, device: str = "cpu",
                  size: int | None = None, owner=None):
         self.data = data
         self.dtype = dtype
@@ -97,7 +97,7 @@ class Storage:
 
     # -- construction -------------------------------------------------------
     @classmethod
-    def empty(cls, size: int, dtype: D.dtype, device: str = "cpu") -> "Storage":
+    def empty(cls, size: int, dtype: _dtype.dtype, device: str = "cpu") -> "Storage":
         if device == "meta":
             return cls(None, dtype, "meta", size=size)
         return cls(np.empty(size, dtype=dtype.np), dtype)

@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from . import _dtype as D
+from . import _dtype
 from ._ops.dispatcher import dispatch as _dispatch
 from ._ops.python_methods import PythonMethods
 from ._ops.python_variable_methods import VariableMethods
@@ -109,14 +109,14 @@ class Tensor(TensorBase, VariableMethods, PythonMethods):
     def data(self) -> "Tensor":
         """The same data without autograd history (like ``detach()``, but not tracked)."""
         t = Tensor._make(self._storage, self._offset, self._shape, self._stride, self.dtype)
-        t._npc = self._npc
+        t._np_cache = self._np_cache
         return t
 
     @data.setter
     def data(self, other: "Tensor") -> None:
         self._storage, self._offset = other._storage, other._offset
         self._shape, self._stride, self.dtype = other._shape, other._stride, other.dtype
-        self._npc = other._npc
+        self._np_cache = other._np_cache
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` for this non-leaf tensor after backward."""
@@ -184,7 +184,7 @@ class Tensor(TensorBase, VariableMethods, PythonMethods):
         return int(self.item())
 
     def __index__(self):
-        if self.dtype.category == D._FLOAT:
+        if self.dtype.category == _dtype._FLOAT:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
@@ -355,7 +355,7 @@ class Tensor(TensorBase, VariableMethods, PythonMethods):
 
 def _scalar_tensor(value) -> Tensor:
     """A Python number as a 0-d tensor of the dtype it promotes as (bool, int64 or the default float)."""
-    dt = D.scalar_dtype(value)
+    dt = _dtype.scalar_dtype(value)
     return Tensor._make(Storage(np.asarray(value, dtype=dt.np).reshape(1), dt), 0, (), (), dt)
 
 

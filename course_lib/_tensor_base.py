@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from . import _dtype as D
+from . import _dtype
 from ._device import device as _device
 from ._size import Size
 
@@ -69,7 +69,7 @@ class TensorBase:
     """
 
     __slots__ = (
-        "_storage", "_offset", "_shape", "_stride", "dtype", "_npc", "_requires_grad",
+        "_storage", "_offset", "_shape", "_stride", "dtype", "_np_cache", "_requires_grad",
         "__weakref__", "__dict__",
     )
     # Fields that most tensors never change live in the instance __dict__ and start as
@@ -77,7 +77,7 @@ class TensorBase:
     # slots above.  (PyTorch's TensorImpl does the same with its lazily allocated
     # AutogradMeta.)
     _base = None          # the tensor this one is a view of (the root, for views of views)
-    _vcs = None           # the version counter, made on first use (see ``_vc``)
+    _version_counter = None  # the version counter, made on first use (see ``_vc``)
     _grad = None
     grad_fn = None
     _output_nr = 0
@@ -89,7 +89,7 @@ class TensorBase:
 
     # -- construction ---------------------------------------------------------
     @classmethod
-    def _make(cls, storage, offset: int, shape: tuple, stride: tuple, dtype: D.dtype,
+    def _make(cls, storage, offset: int, shape: tuple, stride: tuple, dtype: _dtype.dtype,
               base: "TensorBase | None" = None, vc: _VersionCounter | None = None) -> "TensorBase":
         """A new ``cls`` over ``storage`` (no copy); ``base``/``vc`` make it a view sharing a version counter."""
         t = object.__new__(cls)
@@ -98,29 +98,29 @@ class TensorBase:
         t._shape = shape
         t._stride = stride
         t.dtype = dtype
-        t._npc = None
+        t._np_cache = None
         t._requires_grad = False
         if base is not None:
             t._base = base
         if vc is not None:
-            t._vcs = vc
+            t._version_counter = vc
         return t
 
     @property
     def _vc(self) -> _VersionCounter:
         """The version counter shared with every view (made on first use: most tensors never need one)."""
-        v = self._vcs
+        v = self._version_counter
         if v is None:
-            v = self._vcs = _VersionCounter()
+            v = self._version_counter = _VersionCounter()
         return v
 
     @_vc.setter
     def _vc(self, value: _VersionCounter) -> None:
-        self._vcs = value
+        self._version_counter = value
 
     def _np(self) -> np.ndarray:
         """The numpy view of exactly this tensor's elements (cached; shares memory)."""
-        a = self._npc
+        a = self._np_cache
         if a is None:
             data = self._storage.data
             if data is None:
@@ -141,7 +141,7 @@ class TensorBase:
                     a = _ndarray(shape, data.dtype, data, self._offset * isz, strides)
                 except (ValueError, TypeError):
                     a = as_strided(data[self._offset:], shape, strides, writeable=True)
-            self._npc = a
+            self._np_cache = a
         return a
 
     # -- metadata ---------------------------------------------------------------

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from . import _dtype as D
+from . import _dtype
 
 __all__ = ["set_printoptions", "get_printoptions", "printoptions", "tensor_repr"]
 
@@ -229,8 +229,8 @@ def tensor_repr(t, *, tensor_contents: str | None = None) -> str:
     custom = tensor_contents is not None
     tensor_str = tensor_contents if custom else None
     dtype = t.dtype
-    default = D.get_default_dtype()
-    has_default_dtype = dtype in (default, D.int64, D.bool_)
+    default = _dtype.get_default_dtype()
+    has_default_dtype = dtype in (default, _dtype.int64, _dtype.bool_)
     shape = tuple(t._shape)
 
     if t.is_meta:

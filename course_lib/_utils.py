@@ -337,7 +337,7 @@ def _tensor_set_(self: Tensor, *args) -> Tensor:
             if stride is None and _is_int_sequence(size):
                 stride = _contiguous_strides(tuple(size))
         offset, size, stride = _check_view(len(storage), storage.dtype.itemsize, offset, size, stride)
-    self._storage, self._offset, self._shape, self._stride, self._npc = storage, offset, size, stride, None
+    self._storage, self._offset, self._shape, self._stride, self._np_cache = storage, offset, size, stride, None
     self._bump_version()
     return self
 

@@ -36,7 +36,7 @@ from typing import Union
 
 import numpy as np
 
-from . import _dtype as D
+from . import _dtype
 from ._storage import Storage
 from ._tensor import Tensor
 
@@ -46,8 +46,8 @@ MAX_HEADER_SIZE = 100_000_000  # the reference implementation refuses bigger hea
 
 # safetensors dtype names, in the reference implementation's order (the sort key when writing)
 _ORDER = ["BOOL", "U8", "I8", "I16", "F16", "I32", "F32", "F64", "I64"]
-_NAMES = {D.bool_: "BOOL", D.uint8: "U8", D.int8: "I8", D.int16: "I16", D.float16: "F16", D.int32: "I32",
-          D.float32: "F32", D.float64: "F64", D.int64: "I64"}
+_NAMES = {_dtype.bool_: "BOOL", _dtype.uint8: "U8", _dtype.int8: "I8", _dtype.int16: "I16", _dtype.float16: "F16",
+          _dtype.int32: "I32", _dtype.float32: "F32", _dtype.float64: "F64", _dtype.int64: "I64"}
 _DTYPES = {v: k for k, v in _NAMES.items()}
 _OTHERS = {"BF16", "U16", "U32", "U64", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", "C64"}
 

@@ -285,3 +285,18 @@ def test_logging_mode_quiet_and_alpha():
         cl.ones(2).add(cl.ones(2), alpha=3)
     assert log.lines == ["add(Tensor[2] float32, Tensor[2] float32, alpha=3) -> Tensor[2] float32"]
     assert str(log) == log.lines[0]
+
+
+def test_every_op_has_a_kind_and_register_refuses_an_unknown_one():
+    """Each registered op says what it does (registry.KINDS); the partitioner and the composite flag read it."""
+    from course_lib._ops.registry import KINDS, register
+
+    assert {op.kind for op in OPS.values()} == set(KINDS)
+    assert all(op.composite == (op.kind == "composite") for op in OPS.values())
+    assert OPS["mm"].kind == "linalg" and OPS["cat"].kind == "join" and OPS["index"].kind == "indexing"
+    assert OPS["clone"].kind == "copy" and OPS["convolution"].kind == "nn" and OPS["add_"].kind == "pointwise"
+    with pytest.raises(ValueError, match="op kind 'other' is not one of"):
+        register("not_an_op(Tensor self) -> Tensor", kind="other")
+    with pytest.raises(TypeError):
+        register("not_an_op(Tensor self) -> Tensor")  # the kind must be stated
+    assert "not_an_op" not in OPS

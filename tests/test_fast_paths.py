@@ -11,7 +11,7 @@ fast path                              readable version
 ``common.wrap`` (every kernel result)  ``Tensor._make(Storage(flat, dtype), 0, shape, strides, dtype)``
 memory accounting in ``Storage``       ``course_lib.memory._allocated`` / ``_freed``
   and ``wrap``
-same-dtype ``add`` / ``mul``           the general path: ``binary_result_type``, ``_apply2``, ``wrap``
+same-dtype ``add`` / ``mul``           the general path: ``binary_result_type``, ``_apply_binary``, ``wrap``
   (``pointwise._same_dtype``)
 ``common.binary_result_type``          ``common.result_type``
 numpy ``sum_to_size`` (no graph of     ``g.sum(dims, keepdim=True).view(shape)`` through the dispatcher
@@ -29,13 +29,13 @@ import pytest
 
 import course_lib as cl
 import course_lib.nn.functional as F
-from course_lib import _dtype as D
-from course_lib import memory
+from course_lib import _dtype, memory
 from course_lib._ops import common, pointwise
 from course_lib._storage import Storage
 from course_lib.autograd.variable_type import sum_to_size
 
-DTYPES = [D.bool_, D.uint8, D.int8, D.int16, D.int32, D.int64, D.float16, D.float32, D.float64]
+DTYPES = [_dtype.bool_, _dtype.uint8, _dtype.int8, _dtype.int16, _dtype.int32, _dtype.int64, _dtype.float16,
+          _dtype.float32, _dtype.float64]
 _MISSING = object()
 
 
@@ -89,10 +89,10 @@ def readable_wrap(arr, dtype=None):
     """What ``common.wrap`` does, through the constructors it inlines."""
     arr = np.asarray(arr)
     if dtype is None:
-        dtype = D._BY_NP[arr.dtype]
+        dtype = _dtype._BY_NP[arr.dtype]
     arr = np.asarray(arr, dtype=dtype.np, order="C")
     t = cl.Tensor._make(Storage(arr.reshape(-1), dtype), 0, arr.shape, common.contiguous_strides(arr.shape), dtype)
-    t._npc = arr
+    t._np_cache = arr
     return t
 
 
@@ -113,8 +113,8 @@ def _arrays():
     yield "empty", np.zeros((0, 3), np.float32), None
     yield "3-d", rng.standard_normal((2, 3, 4)), None
     yield "transposed", base.T, None                       # not C-contiguous: copied
-    yield "cast", base.astype(np.float32), D.float64        # a dtype to convert to
-    yield "strided cast", base[:, ::2], D.int32
+    yield "cast", base.astype(np.float32), _dtype.float64        # a dtype to convert to
+    yield "strided cast", base[:, ::2], _dtype.int32
     yield "bool", base > 0, None
     yield "numpy scalar", np.float32(2.0), None
     for dt in DTYPES:
@@ -132,12 +132,12 @@ def test_wrap_is_storage_and_tensor_make(mem_state, name, arr, dtype, start):
     after_slow = list(mem_state)
     assert after_fast == after_slow
     assert_same_tensor(fast, slow)
-    assert np.shares_memory(fast._npc, arr) == np.shares_memory(slow._npc, arr)
+    assert np.shares_memory(fast._np_cache, arr) == np.shares_memory(slow._np_cache, arr)
     del fast, slow                                      # freed while the test's numbers are in place
 
 
 @pytest.mark.parametrize("start", [(0, 0, 0), (100, 10_000, 7), (5000, 5000, 3)])
-@pytest.mark.parametrize("n,dtype", [(0, D.float32), (1, D.bool_), (1000, D.float64), (7, D.int16)])
+@pytest.mark.parametrize("n,dtype", [(0, _dtype.float32), (1, _dtype.bool_), (1000, _dtype.float64), (7, _dtype.int16)])
 def test_storage_accounting_is_allocated_and_freed(mem_state, start, n, dtype):
     nbytes = n * dtype.itemsize
     mem_state[:] = start
@@ -165,7 +165,7 @@ def test_storage_accounting_is_allocated_and_freed(mem_state, start, n, dtype):
 def _general_path(fn, a, b):
     """The path add and mul take for any other operands (``alpha == 1``)."""
     dt = common.binary_result_type(a, b)
-    return pointwise.wrap(pointwise._apply2(fn, a, b, dt), dt)
+    return pointwise.wrap(pointwise._apply_binary(fn, a, b, dt), dt)
 
 
 def _operand_pairs(dt):
@@ -173,7 +173,7 @@ def _operand_pairs(dt):
 
     def make(shape):
         a = rng.standard_normal(shape) * 5
-        return cl.tensor(a.astype(dt.np) if dt is not D.bool_ else a > 0, dtype=dt)
+        return cl.tensor(a.astype(dt.np) if dt is not _dtype.bool_ else a > 0, dtype=dt)
 
     m = make((3, 4))
     yield "same shape", make((3, 4)), make((3, 4))
@@ -242,7 +242,7 @@ def test_binary_result_type_fast_path_is_result_type():
     ((4, 3), (3,)), ((4, 3), (1, 3)), ((4, 3), (4, 1)), ((2, 4, 3), (4, 3)), ((2, 4, 3), (1, 1)),
     ((5,), ()), ((2, 1, 3), (1, 3)), ((0, 3), (3,)), ((4, 3), (4, 3)),
 ])
-@pytest.mark.parametrize("dt", [D.float32, D.float64, D.float16, D.int64])
+@pytest.mark.parametrize("dt", [_dtype.float32, _dtype.float64, _dtype.float16, _dtype.int64])
 def test_sum_to_size_numpy_path_is_sum_and_view(g_shape, shape, dt):
     rng = np.random.default_rng(2)
     g = cl.tensor((rng.standard_normal(g_shape) * 4).astype(dt.np))

@@ -27,8 +27,7 @@ import pytest
 from test_serialization_helpers import arg, binunicode, call, course_pickle, craft, global_op, pickle_program
 
 import course_lib as cl
-from course_lib import _device
-from course_lib import _dtype as D
+from course_lib import _device, _dtype
 from course_lib import _weights_only_unpickler as W
 from course_lib import serialization as S
 
@@ -81,7 +80,7 @@ def snapshot() -> tuple:
     to the device cache; the ones there before must stay as they were)."""
     cpu = cl.device("cpu")
     return (cl.get_default_dtype(), id(cpu), cpu.type, cpu.index,
-            [(d.name, d.np, d.itemsize, d.category, d.is_signed, d._storage_name) for d in D.ALL_DTYPES],
+            [(d.name, d.np, d.itemsize, d.category, d.is_signed, d._storage_name) for d in _dtype.ALL_DTYPES],
             set(W._marked_safe_globals_set), dict(W._get_allowed_globals()),
             {k: (v.name, v.dtype) for k, v in S._STORAGE_TYPES.items()}, S._load_state.v3_views)
 
@@ -191,7 +190,7 @@ def test_parameter_with_state_is_checked_too(unchanged):
 def fake_tensor() -> bytes:
     """An OrderedDict with a tensor's private fields: a 16-byte storage claimed to hold 2**20 floats."""
     fields = dict_of(("_storage", pid()), ("_offset", long1(0)), ("_shape", int_tuple((1 << 20,))),
-                     ("_stride", int_tuple((1,))), ("dtype", global_op("torch", "float32")), ("_npc", b"N"))
+                     ("_stride", int_tuple((1,))), ("dtype", global_op("torch", "float32")), ("_np_cache", b"N"))
     return ORDERED_DICT + fields + b"b"
 
 

@@ -48,8 +48,7 @@ import numpy as np
 from test_serialization_helpers import arg, binunicode, course_pickle, craft, global_op
 
 import course_lib as cl
-from course_lib import _device
-from course_lib import _dtype as D
+from course_lib import _device, _dtype
 from course_lib import _weights_only_unpickler as W
 from course_lib import serialization as S
 
@@ -230,7 +229,7 @@ def _tensor_problem(t) -> str | None:
     s = t._storage
     if type(s) is not cl.Storage:
         return f"storage is a {type(s).__name__}"
-    if t.dtype is not s.dtype or not isinstance(t.dtype, D.dtype):
+    if t.dtype is not s.dtype or not isinstance(t.dtype, _dtype.dtype):
         return f"tensor dtype {t.dtype} over a {s.dtype} storage"
     if s.data is not None and (not isinstance(s.data, np.ndarray) or s.data.ndim != 1 or s.data.dtype != s.dtype.np
                                or s.data.shape[0] != s._size or s._nbytes != s._size * s.dtype.itemsize):
@@ -284,7 +283,7 @@ def _state() -> tuple:
     cpu = cl.device("cpu")
     return (cl.get_default_dtype(), id(cpu), cpu.type, cpu.index, cl.device("meta").type,
             [(d.name, d.np, d.itemsize, d.category, d.is_signed, d._storage_name, d._tensor_name)
-             for d in D.ALL_DTYPES],
+             for d in _dtype.ALL_DTYPES],
             set(W._marked_safe_globals_set), dict(W._get_allowed_globals()),
             {k: (v.name, v.dtype) for k, v in S._STORAGE_TYPES.items()}, S._load_state.v3_views)
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import course_lib as cl
-from course_lib import _dtype as D
+from course_lib import _dtype
 
 
 # ---------------------------------------------------------------------------
@@ -21,7 +21,7 @@ def test_dtypes_and_aliases():
     assert cl.float is cl.float32 and cl.double is cl.float64 and cl.half is cl.float16
     assert cl.long is cl.int64 and cl.int is cl.int32 and cl.short is cl.int16
     assert repr(cl.float32) == "course_lib.float32"
-    assert [d.itemsize for d in D.ALL_DTYPES] == [4, 8, 2, 8, 4, 2, 1, 1, 1]
+    assert [d.itemsize for d in _dtype.ALL_DTYPES] == [4, 8, 2, 8, 4, 2, 1, 1, 1]
     assert cl.float16.is_floating_point and not cl.int8.is_floating_point and not cl.bool.is_floating_point
     assert pickle.loads(pickle.dumps(cl.int16)) is cl.int16
 

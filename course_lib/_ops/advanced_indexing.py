@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from .. import _dtype as D
+from .. import _dtype
 from .._tensor import Tensor
 from .common import broadcast_two, checked_scalar, empty_meta, wrap, wrap_dim
 from .copies import clone
@@ -33,7 +33,7 @@ def _index_arrays(self, indices):
             dim += 1
             continue
         a = idx._np()
-        if idx.dtype is D.uint8:
+        if idx.dtype is _dtype.uint8:
             warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
                           "instead.", UserWarning, stacklevel=4)
             a = a.astype(bool)
@@ -46,7 +46,7 @@ def _index_arrays(self, indices):
             int_shapes.append((a.sum(),) if a.ndim else ())
             dim += a.ndim
             continue
-        if idx.dtype is not D.int64 and idx.dtype is not D.int32:
+        if idx.dtype is not _dtype.int64 and idx.dtype is not _dtype.int32:
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         if dim >= len(self._shape):
             raise IndexError(f"too many indices for tensor of dimension {len(self._shape)}")
@@ -75,7 +75,7 @@ def _index_meta(self, indices):
     for idx in indices:
         if idx is None:
             items.append(_FULL)
-        elif idx.dtype is D.bool_ or idx.dtype is D.uint8:
+        elif idx.dtype is _dtype.bool_ or idx.dtype is _dtype.uint8:
             if idx._storage.data is None:
                 raise NotImplementedError("index with a boolean mask on the meta device: the output shape "
                                           "depends on the mask's values")
@@ -86,7 +86,7 @@ def _index_meta(self, indices):
     return empty_meta(dummy[tuple(items)].shape, self.dtype)
 
 
-@register("index(Tensor self, Tensor?[] indices) -> Tensor", variants=(), meta=_index_meta)
+@register("index(Tensor self, Tensor?[] indices) -> Tensor", variants=(), meta=_index_meta, kind="indexing")
 def index(self, indices):
     """Advanced indexing (integer or bool tensors): always a copy."""
     return wrap(np.array(self._np()[_index_arrays(self, indices)]), self.dtype)
@@ -97,7 +97,7 @@ def _index_put_meta(self, indices, values, accumulate=False):
 
 
 @register("index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)",
-          variants=("method",), meta=_index_put_meta, is_inplace=True)
+          variants=("method",), meta=_index_put_meta, is_inplace=True, kind="indexing")
 def index_put_(self, indices, values, accumulate=False):
     """``self[indices] = values`` (or ``+=`` with ``accumulate``, adding repeated indices up)."""
     if 0 in self._stride and any(st == 0 and sz > 1 for sz, st in zip(self._shape, self._stride)):
@@ -116,7 +116,8 @@ def index_put_(self, indices, values, accumulate=False):
 
 
 @register("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
-          variants=(), meta=lambda self, indices, values, accumulate=False: empty_meta(self._shape, self.dtype))
+          variants=(), meta=lambda self, indices, values, accumulate=False: empty_meta(self._shape, self.dtype),
+          kind="indexing")
 def index_put(self, indices, values, accumulate=False):
     """Out-of-place ``index_put_`` (used by autograd for the backward of ``index``)."""
     r = clone.cpu(self, "contiguous_format")
@@ -129,7 +130,7 @@ def _gather_meta(self, dim, index):
     return empty_meta(index._shape, self.dtype)
 
 
-@register("gather(Tensor self, int dim, Tensor index) -> Tensor", meta=_gather_meta)
+@register("gather(Tensor self, int dim, Tensor index) -> Tensor", meta=_gather_meta, kind="indexing")
 def gather(self, dim, index):
     """out[i][j] = self[index[i][j]][j] (for dim 0): pick along ``dim`` by ``index``."""
     d = wrap_dim(dim, len(self._shape))
@@ -140,7 +141,7 @@ def gather(self, dim, index):
 
 
 def _check_gather(self, d, index):
-    if index.dtype is not D.int64 and index.dtype is not D.int32:
+    if index.dtype is not _dtype.int64 and index.dtype is not _dtype.int32:
         raise RuntimeError("gather(): Expected dtype int32/int64 for index")
     nd = max(len(self._shape), 1)
     if max(len(index._shape), 1) != nd:
@@ -158,7 +159,7 @@ def _check_gather(self, d, index):
 
 
 @register("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
-          meta=lambda self, dim, index, src: empty_meta(self._shape, self.dtype))
+          meta=lambda self, dim, index, src: empty_meta(self._shape, self.dtype), kind="indexing")
 def scatter_add(self, dim, index, src):
     """A copy of ``self`` with ``src`` added at ``index`` along ``dim`` (backward of ``gather``)."""
     d = wrap_dim(dim, len(self._shape))
@@ -173,7 +174,7 @@ def scatter_add(self, dim, index, src):
 @register("index_select(Tensor self, int dim, Tensor index) -> Tensor",
           meta=lambda self, dim, index: empty_meta(
               self._shape[:wrap_dim(dim, len(self._shape))] + index._shape
-              + self._shape[wrap_dim(dim, len(self._shape)) + 1:], self.dtype))
+              + self._shape[wrap_dim(dim, len(self._shape)) + 1:], self.dtype), kind="indexing")
 def index_select(self, dim, index):
     """Rows (or slices along ``dim``) picked by a 1-D index tensor."""
     d = wrap_dim(dim, len(self._shape))
@@ -184,7 +185,7 @@ def index_select(self, dim, index):
 
 
 def _check_index_select(self, d, index):
-    if index.dtype is not D.int64 and index.dtype is not D.int32:
+    if index.dtype is not _dtype.int64 and index.dtype is not _dtype.int32:
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
     if len(index._shape) > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
@@ -194,16 +195,16 @@ def _check_index_select(self, d, index):
         raise IndexError("index out of range in self")
 
 
-@register("nonzero(Tensor self) -> Tensor", variants=("function", "method"))
+@register("nonzero(Tensor self) -> Tensor", variants=("function", "method"), kind="indexing")
 def nonzero(self):
     """Indices of the non-zero elements, one row each: shape (count, ndim), int64."""
-    return wrap(np.argwhere(self._np()).astype(np.int64), D.int64)
+    return wrap(np.argwhere(self._np()).astype(np.int64), _dtype.int64)
 
 
 def _check_masked_fill(self, mask, value):
-    if mask.dtype is not D.bool_:
+    if mask.dtype is not _dtype.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{D.c_type_name(mask.dtype, 'demangled')}")
+                           f"{_dtype.c_type_name(mask.dtype, 'demangled')}")
     if isinstance(value, Tensor) and value._shape:
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{len(value._shape)} dimension(s).")
@@ -218,7 +219,7 @@ def _masked_fill_meta(self, mask, value):
 
 
 @register("masked_fill(Tensor self, Tensor mask, Scalar value) -> Tensor", meta=_masked_fill_meta,
-          inplace="masked_fill_")
+          inplace="masked_fill_", kind="indexing")
 def masked_fill(self, mask, value):
     """A copy with ``value`` where ``mask`` is True."""
     _check_masked_fill(self, mask, value)

@@ -10,14 +10,14 @@ import math
 
 import numpy as np
 
-from .. import _dtype as D
+from .. import _dtype
 from .. import _storage as _storage_mod
 from .._storage import Storage
 from .._tensor import Tensor
 from .._tensor_base import _STRIDES, TensorBase, contiguous_strides, wrap_dim  # noqa: F401 (kernels import these here)
 
 
-def wrap(arr, dtype: D.dtype | None = None):
+def wrap(arr, dtype: _dtype.dtype | None = None):
     """Make a new contiguous tensor that owns ``arr`` (a numpy result).
 
     The array becomes the tensor's storage without a copy when it is already
@@ -31,7 +31,7 @@ def wrap(arr, dtype: D.dtype | None = None):
     if type(arr) is not _ndarray:
         arr = np.asarray(arr)
     if dtype is None:
-        dtype = D._BY_NP[arr.dtype]
+        dtype = _dtype._BY_NP[arr.dtype]
     else:
         adt = arr.dtype
         if adt is not dtype.np and adt != dtype.np:
@@ -64,7 +64,7 @@ def wrap(arr, dtype: D.dtype | None = None):
         strides = _STRIDES.get(shape)
         t._stride = strides if strides is not None else contiguous_strides(shape)
     t.dtype = dtype
-    t._npc = arr
+    t._np_cache = arr
     t._requires_grad = False
     return t
 
@@ -74,7 +74,7 @@ _new_object = object.__new__
 _mem_state = _storage_mod._mem_state
 
 
-def empty_meta(shape, dtype: D.dtype):
+def empty_meta(shape, dtype: _dtype.dtype):
     """A tensor on the meta device: shape and dtype, no data."""
     shape = tuple(shape)
     n = 1
@@ -133,14 +133,14 @@ def _combine(higher, lower):
         return lower
     if lower is None:
         return higher
-    if higher.category == D._FLOAT:
+    if higher.category == _dtype._FLOAT:
         return higher
-    if higher is D.bool_ or lower.category == D._FLOAT:
-        return D.promote_types(higher, lower)
+    if higher is _dtype.bool_ or lower.category == _dtype._FLOAT:
+        return _dtype.promote_types(higher, lower)
     return higher
 
 
-def result_type(*args) -> D.dtype:
+def result_type(*args) -> _dtype.dtype:
     """PyTorch's ``result_type``: tensors with dims > 0-d tensors > Python scalars.
 
     Within a tier the dtypes are promoted; a lower tier only matters when it is of a
@@ -152,18 +152,18 @@ def result_type(*args) -> D.dtype:
         if isinstance(a, T):
             d = a.dtype
             if a._shape:
-                dim = d if dim is None else D.promote_types(dim, d)
+                dim = d if dim is None else _dtype.promote_types(dim, d)
             else:
-                zero = d if zero is None else D.promote_types(zero, d)
+                zero = d if zero is None else _dtype.promote_types(zero, d)
         elif a is None:
             continue
         else:
-            d = D.scalar_dtype(a)
-            wrapped = d if wrapped is None else D.promote_types(wrapped, d)
+            d = _dtype.scalar_dtype(a)
+            wrapped = d if wrapped is None else _dtype.promote_types(wrapped, d)
     return _combine(dim, _combine(zero, wrapped))
 
 
-def binary_result_type(a, b) -> D.dtype:
+def binary_result_type(a, b) -> _dtype.dtype:
     """``result_type(a, b)`` with a fast path for two tensors of one dtype."""
     T = TensorBase
     if isinstance(a, T) and isinstance(b, T) and a.dtype is b.dtype:
@@ -183,14 +183,14 @@ def wrap_dims(dims, ndim: int) -> tuple:
     return out
 
 
-def to_np_scalar(value, dtype: D.dtype):
+def to_np_scalar(value, dtype: _dtype.dtype):
     """A Python scalar as a numpy 0-d array of ``dtype`` (integers wrap around like C)."""
     return np.asarray(value).astype(dtype.np)
 
 
 
 
-def checked_scalar(value, dtype: D.dtype):
+def checked_scalar(value, dtype: _dtype.dtype):
     """A Python number converted to ``dtype`` the way PyTorch converts a ``Scalar`` argument
     (``c10::checked_convert``): an error if it overflows the dtype, except that negative
     numbers may wrap into unsigned types (-1 -> 255) and infinities fit floating types.
@@ -200,12 +200,13 @@ def checked_scalar(value, dtype: D.dtype):
     """
     if isinstance(value, np.generic):
         value = value.item()
-    if dtype is D.bool_ or value is True or value is False:
+    if dtype is _dtype.bool_ or value is True or value is False:
         return np.asarray(value).astype(dtype.np)
-    if dtype.category == D._FLOAT:
-        if dtype is not D.float64 and isinstance(value, (int, float)) and math.isfinite(value) \
+    if dtype.category == _dtype._FLOAT:
+        if dtype is not _dtype.float64 and isinstance(value, (int, float)) and math.isfinite(value) \
                 and abs(value) > float(np.finfo(dtype.np).max):
-            raise RuntimeError(f"value cannot be converted to type {D.c_type_name(dtype, 'checked')} without overflow")
+            raise RuntimeError(f"value cannot be converted to type {_dtype.c_type_name(dtype, 'checked')} "
+                               "without overflow")
         return np.asarray(value, dtype=np.float64).astype(dtype.np)
     info = np.iinfo(dtype.np)
     if isinstance(value, float) and not math.isfinite(value):
@@ -215,7 +216,7 @@ def checked_scalar(value, dtype: D.dtype):
     else:
         bad = value < info.min or value > info.max
     if bad:
-        raise RuntimeError(f"value cannot be converted to type {D.c_type_name(dtype, 'checked')} without overflow")
+        raise RuntimeError(f"value cannot be converted to type {_dtype.c_type_name(dtype, 'checked')} without overflow")
     return np.asarray(int(value)).astype(dtype.np)
 
 

@@ -24,7 +24,7 @@ def _clone_meta(self, memory_format="preserve_format"):
     return empty_meta(self._shape, self.dtype)
 
 
-@register("clone(Tensor self, *, MemoryFormat? memory_format=preserve_format) -> Tensor", meta=_clone_meta)
+@register("clone(Tensor self, *, MemoryFormat? memory_format=preserve_format) -> Tensor", meta=_clone_meta, kind="copy")
 def clone(self, memory_format="preserve_format"):
     """A copy with its own storage; a dense tensor keeps its stride order (preserve_format)."""
     a = self._np()
@@ -37,7 +37,7 @@ def clone(self, memory_format="preserve_format"):
     from .._storage import Storage
     isz = self.dtype.itemsize
     t = Tensor._make(Storage(flat, self.dtype), 0, r.shape, tuple(s // isz for s in r.strides), self.dtype)
-    t._npc = r
+    t._np_cache = r
     return t
 
 
@@ -55,7 +55,7 @@ def _to_copy_meta(self, dtype=None, device=None):
 
 
 @register("_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor", variants=(),
-          meta=_to_copy_meta)
+          meta=_to_copy_meta, kind="copy")
 def _to_copy(self, dtype=None, device=None):
     """A copy converted to ``dtype`` and/or moved to ``device``."""
     dt = dtype or self.dtype
@@ -73,7 +73,7 @@ def _copy_meta(self, src, non_blocking=False):
 
 
 @register("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)", variants=("method",),
-          meta=_copy_meta, is_inplace=True)
+          meta=_copy_meta, is_inplace=True, kind="copy")
 def copy_(self, src, non_blocking=False):
     """Copy ``src``'s values (broadcast and cast) into ``self``."""
     check_no_internal_overlap(self)

@@ -12,7 +12,7 @@ from .registry import register
 
 
 @register("fill_(Tensor(a!) self, Scalar value) -> Tensor(a!)", variants=("method",), is_inplace=True,
-          meta=lambda self, value: self)
+          meta=lambda self, value: self, kind="fill")
 def fill_(self, value):
     """Set every element to ``value``."""
     if isinstance(value, Tensor):
@@ -27,7 +27,8 @@ def fill_(self, value):
     return self
 
 
-@register("zero_(Tensor(a!) self) -> Tensor(a!)", variants=("method",), is_inplace=True, meta=lambda self: self)
+@register("zero_(Tensor(a!) self) -> Tensor(a!)", variants=("method",), is_inplace=True, meta=lambda self: self,
+          kind="fill")
 def zero_(self):
     """Set every element to zero."""
     self._np()[...] = 0

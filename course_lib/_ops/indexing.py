@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from .. import _dtype as D
+from .. import _dtype
 from .._tensor import Tensor
 from .common import wrap
 from .registry import OPS
@@ -30,13 +30,13 @@ def _as_index_tensor(obj):
         return obj
     if isinstance(obj, np.ndarray):
         if obj.dtype == np.bool_:
-            return wrap(np.array(obj), D.bool_)
-        return wrap(np.asarray(obj).astype(np.int64), D.int64)
+            return wrap(np.array(obj), _dtype.bool_)
+        return wrap(np.asarray(obj).astype(np.int64), _dtype.int64)
     if isinstance(obj, str):
         raise TypeError("new(): invalid data type 'str'")
     t = tensor(obj)
-    if t.dtype is not D.bool_ and t.dtype is not D.int64:
-        t = wrap(t._np().astype(np.int64), D.int64)
+    if t.dtype is not _dtype.bool_ and t.dtype is not _dtype.int64:
+        t = wrap(t._np().astype(np.int64), _dtype.int64)
     return t
 
 
@@ -60,7 +60,7 @@ def _specified_dims(index: tuple) -> int:
     for it in index:
         if it is None or it is Ellipsis or it is True or it is False:
             continue
-        if isinstance(it, Tensor) and (it.dtype is D.bool_ or it.dtype is D.uint8):
+        if isinstance(it, Tensor) and (it.dtype is _dtype.bool_ or it.dtype is _dtype.uint8):
             n += len(it._shape)
         else:
             n += 1
@@ -69,14 +69,14 @@ def _specified_dims(index: tuple) -> int:
 
 def _bool_index(value: bool):
     """``x[True]`` / ``x[False]``: an index tensor over a new size-1 dim (advanced indexing)."""
-    return wrap(np.zeros(1 if value else 0, np.int64), D.int64)
+    return wrap(np.zeros(1 if value else 0, np.int64), _dtype.int64)
 
 
 def _int_index(it):
     """The Python int of an integer index (int, numpy integer or 0-d int64/int32 tensor), else None."""
     if isinstance(it, (int, np.integer)) and not isinstance(it, (bool, np.bool_)):
         return int(it)
-    if isinstance(it, Tensor) and not it._shape and (it.dtype is D.int64 or it.dtype is D.int32):
+    if isinstance(it, Tensor) and not it._shape and (it.dtype is _dtype.int64 or it.dtype is _dtype.int32):
         return int(it.item())
     return None
 
@@ -150,14 +150,14 @@ def apply_slicing(self, index):
             result = _dispatch("unsqueeze", result, dim)
             add_index(_bool_index(it))
             dim += 1
-        elif isinstance(it, Tensor) and not it._shape and (it.dtype is D.bool_ or it.dtype is D.uint8):
+        elif isinstance(it, Tensor) and not it._shape and (it.dtype is _dtype.bool_ or it.dtype is _dtype.uint8):
             result = _dispatch("unsqueeze", result, dim)
             add_index(_bool_index(bool(it.item())))
             dim += 1
         elif isinstance(it, (Tensor, list, tuple, range, np.ndarray, str)):
             t = _as_index_tensor(list(it) if isinstance(it, (tuple, range)) else it)
             add_index(t)
-            dim += len(t._shape) if (t.dtype is D.bool_ or t.dtype is D.uint8) else 1
+            dim += len(t._shape) if (t.dtype is _dtype.bool_ or t.dtype is _dtype.uint8) else 1
         else:
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
                              f"valid indices (got {type(it).__name__})")

@@ -11,17 +11,17 @@ import warnings
 
 import numpy as np
 
-from .. import _dtype as D
+from .. import _dtype
 from .._tensor import Tensor
 from .common import broadcast_shapes, broadcast_two, result_type
 from .registry import OpDef, register
 
 
-def can_cast(src: D.dtype, dst: D.dtype) -> bool:
+def can_cast(src: _dtype.dtype, dst: _dtype.dtype) -> bool:
     """PyTorch's ``canCast``: no float -> integer, no non-bool -> bool."""
-    if src.category == D._FLOAT and dst.category != D._FLOAT:
+    if src.category == _dtype._FLOAT and dst.category != _dtype._FLOAT:
         return False
-    if src is not D.bool_ and dst is D.bool_:
+    if src is not _dtype.bool_ and dst is _dtype.bool_:
         return False
     return True
 
@@ -63,7 +63,7 @@ def check_no_partial_overlap(self, other) -> None:
                        "to a single memory location. Please clone() the tensor before performing the operation.")
 
 
-def check_inplace(self, shape: tuple, dtype: D.dtype) -> None:
+def check_inplace(self, shape: tuple, dtype: _dtype.dtype) -> None:
     """The checks every in-place op makes before writing into ``self``."""
     check_no_internal_overlap(self)
     if shape != self._shape and broadcast_two(self._shape, shape) != self._shape:
@@ -161,7 +161,7 @@ def _clamp_inplace_kernel(out_kernel):
             dt = result_type(self, *args)
             if not can_cast(dt, self.dtype):
                 raise RuntimeError(f"result type {dt._tensor_name} can't be cast to the desired output type "
-                                   f"{D.c_type_name(self.dtype, 'demangled')}")
+                                   f"{_dtype.c_type_name(self.dtype, 'demangled')}")
         _check_overlaps(self, args)
         write_inplace(self, out_kernel(self, *args))
         return self

@@ -39,7 +39,7 @@ def _cat_meta(tensors, dim=0):
     return empty_meta(tuple(shape), dt)
 
 
-@register("cat(Tensor[] tensors, int dim=0) -> Tensor", meta=_cat_meta, variants=("function",))
+@register("cat(Tensor[] tensors, int dim=0) -> Tensor", meta=_cat_meta, variants=("function",), kind="join")
 def cat(tensors, dim=0):
     """Join tensors along an existing dim (their dtypes are promoted)."""
     d, dt = _cat_check(tensors, dim)
@@ -66,7 +66,7 @@ def _stack_meta(tensors, dim=0):
     return empty_meta(s0[:d] + (len(tensors),) + s0[d:], dt)
 
 
-@register("stack(Tensor[] tensors, int dim=0) -> Tensor", meta=_stack_meta, variants=("function",))
+@register("stack(Tensor[] tensors, int dim=0) -> Tensor", meta=_stack_meta, variants=("function",), kind="join")
 def stack(tensors, dim=0):
     """Join equal-shaped tensors along a new dim."""
     d, dt = _stack_check(tensors, dim)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _dtype as D
+from .. import _dtype
 from .common import broadcast_shapes, empty_meta, wrap
 from .registry import register
 
@@ -25,11 +25,11 @@ def _dispatch(name, *args):
 def _same_dtype(a, b, what="m1 and m2"):
     if a.dtype is not b.dtype:
         raise RuntimeError(f"expected {what} to have the same dtype, but got: "
-                           f"{D.c_type_name(a.dtype, 'demangled')} != {D.c_type_name(b.dtype, 'demangled')}")
+                           f"{_dtype.c_type_name(a.dtype, 'demangled')} != {_dtype.c_type_name(b.dtype, 'demangled')}")
 
 
 def _no_bool(kernel: str, *ts) -> None:
-    if any(t.dtype is D.bool_ for t in ts):
+    if any(t.dtype is _dtype.bool_ for t in ts):
         raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
 
 
@@ -47,7 +47,7 @@ def _dot_check(self, other):
 
 
 @register("dot(Tensor self, Tensor tensor) -> Tensor",
-          meta=lambda self, tensor: (_dot_check(self, tensor), empty_meta((), self.dtype))[1])
+          meta=lambda self, tensor: (_dot_check(self, tensor), empty_meta((), self.dtype))[1], kind="linalg")
 def dot(self, tensor):
     """Inner product of two 1-D tensors."""
     _dot_check(self, tensor)
@@ -67,7 +67,7 @@ def _mv_check(self, vec):
 
 
 @register("mv(Tensor self, Tensor vec) -> Tensor",
-          meta=lambda self, vec: (_mv_check(self, vec), empty_meta(self._shape[:1], self.dtype))[1])
+          meta=lambda self, vec: (_mv_check(self, vec), empty_meta(self._shape[:1], self.dtype))[1], kind="linalg")
 def mv(self, vec):
     """Matrix-vector product."""
     _mv_check(self, vec)
@@ -88,7 +88,7 @@ def _mm_check(self, mat2):
 
 @register("mm(Tensor self, Tensor mat2) -> Tensor",
           meta=lambda self, mat2: (_mm_check(self, mat2), empty_meta((self._shape[0], mat2._shape[1]),
-                                                                     self.dtype))[1])
+                                                                     self.dtype))[1], kind="linalg")
 def mm(self, mat2):
     """Matrix product of two 2-D tensors."""
     _mm_check(self, mat2)
@@ -111,7 +111,7 @@ def _bmm_check(self, mat2):
 
 @register("bmm(Tensor self, Tensor mat2) -> Tensor",
           meta=lambda self, mat2: (_bmm_check(self, mat2),
-                                   empty_meta(self._shape[:2] + mat2._shape[2:], self.dtype))[1])
+                                   empty_meta(self._shape[:2] + mat2._shape[2:], self.dtype))[1], kind="linalg")
 def bmm(self, mat2):
     """Batched matrix product: (b, n, m) @ (b, m, p) -> (b, n, p)."""
     _bmm_check(self, mat2)
@@ -137,7 +137,7 @@ def _addmm_meta(self, mat1, mat2, beta=1, alpha=1):
 
 
 @register("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
-          meta=_addmm_meta)
+          meta=_addmm_meta, kind="linalg")
 def addmm(self, mat1, mat2, beta=1, alpha=1):
     """beta * self + alpha * (mat1 @ mat2): what ``Linear`` with a bias calls."""
     _addmm_check(self, mat1, mat2)

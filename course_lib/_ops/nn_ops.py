@@ -20,7 +20,7 @@ import functools
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .. import _dtype as D
+from .. import _dtype
 from .common import empty_meta, wrap
 from .registry import register
 
@@ -96,7 +96,7 @@ def _conv_meta(input, weight, bias, stride, padding, dilation, transposed, outpu
 
 @register("convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
           "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",
-          meta=_conv_meta)
+          meta=_conv_meta, kind="nn")
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     """N-d convolution (1-d and 2-d here) by im2col: a strided window view and one contraction."""
     if transposed:
@@ -173,7 +173,7 @@ def _convolution_backward_meta(grad, input, weight, stride, padding, dilation, g
 
 @register("convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[] stride, SymInt[] padding, "
           "SymInt[] dilation, SymInt groups, bool has_bias) -> (Tensor, Tensor, Tensor)", variants=(),
-          meta=_convolution_backward_meta)
+          meta=_convolution_backward_meta, kind="nn")
 def convolution_backward(grad_output, input, weight, stride, padding, dilation, groups, has_bias):
     """Gradients of ``convolution`` w.r.t. input (col2im), weight (columns x grad) and bias (a sum)."""
     nsp = len(weight._shape) - 2
@@ -304,12 +304,12 @@ def _window_max(win: np.ndarray, k: tuple) -> tuple[np.ndarray, np.ndarray]:
 def _maxpool_meta(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     k, s, p, d, out = _pool_geometry(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
     sh = input._shape[:-2] + out
-    return empty_meta(sh, input.dtype), empty_meta(sh, D.int64)
+    return empty_meta(sh, input.dtype), empty_meta(sh, _dtype.int64)
 
 
 @register("max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
           "int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)", meta=_maxpool_meta,
-          variants=("function",))
+          variants=("function",), kind="nn")
 def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     """2-d max pooling; also returns the flat (h * W + w) index of each maximum, as PyTorch does."""
     k, s, p, d, out = _pool_geometry(self, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
@@ -324,11 +324,11 @@ def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
     hh = oy * s[0] + ki * d[0] - p[0]
     ww = ox * s[1] + kj * d[1] - p[1]
     idx = hh * self._shape[-1] + ww
-    return wrap(np.ascontiguousarray(vals), self.dtype), wrap(idx.astype(np.int64), D.int64)
+    return wrap(np.ascontiguousarray(vals), self.dtype), wrap(idx.astype(np.int64), _dtype.int64)
 
 
 @register("max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor", variants=(),
-          meta=lambda grad_output, self, indices: empty_meta(self._shape, grad_output.dtype))
+          meta=lambda grad_output, self, indices: empty_meta(self._shape, grad_output.dtype), kind="nn")
 def max_pool2d_backward(grad_output, self, indices):
     """Route each output gradient to the input element that was the maximum."""
     H, W = self._shape[-2:]
@@ -363,7 +363,7 @@ def _avg_divisor(H, W, k, s, p, out, ceil_mode, count_include_pad, divisor_overr
 
 @register("avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, "
           "bool count_include_pad=True, int? divisor_override=None) -> Tensor", meta=_avgpool_meta,
-          variants=("function",))
+          variants=("function",), kind="nn")
 def avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """2-d average pooling (padding counts as zeros unless ``count_include_pad=False``)."""
@@ -377,7 +377,7 @@ def avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_i
 
 @register("avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, "
           "bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor", variants=(),
-          meta=lambda grad_output, self, *a: empty_meta(self._shape, grad_output.dtype))
+          meta=lambda grad_output, self, *a: empty_meta(self._shape, grad_output.dtype), kind="nn")
 def avg_pool2d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
                         divisor_override):
     """Spread each output gradient evenly over its window."""
@@ -408,12 +408,12 @@ _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
 
 
 @register("nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) "
-          "-> (Tensor output, Tensor total_weight)", variants=(), meta=_nll_meta)
+          "-> (Tensor output, Tensor total_weight)", variants=(), meta=_nll_meta, kind="nn")
 def nll_loss_forward(self, target, weight, reduction, ignore_index):
     """Negative log likelihood: -self[n, target[n]] (times the class weight), reduced."""
     x = self._np()
     t = target._np()
-    if target.dtype is not D.int64:
+    if target.dtype is not _dtype.int64:
         raise RuntimeError(f"expected scalar type Long but found {target.dtype._tensor_name}")
     if x.ndim == 1:
         x = x[None]
@@ -448,7 +448,7 @@ def nll_loss_forward(self, target, weight, reduction, ignore_index):
 
 @register("nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, "
           "SymInt ignore_index, Tensor total_weight) -> Tensor", variants=(),
-          meta=lambda grad_output, self, *a: empty_meta(self._shape, self.dtype))
+          meta=lambda grad_output, self, *a: empty_meta(self._shape, self.dtype), kind="nn")
 def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
     x = self._np()
     t = target._np()
@@ -482,10 +482,11 @@ def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index
 
 
 @register("embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1) -> Tensor", variants=("function",),
-          meta=lambda weight, indices, padding_idx=-1: empty_meta(indices._shape + weight._shape[1:], weight.dtype))
+          meta=lambda weight, indices, padding_idx=-1: empty_meta(indices._shape + weight._shape[1:], weight.dtype),
+          kind="nn")
 def embedding(weight, indices, padding_idx=-1):
     """Rows of ``weight`` picked by integer ``indices``."""
-    if indices.dtype.category != D._INT:
+    if indices.dtype.category != _dtype._INT:
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got torch.{indices.dtype._tensor_name}Tensor instead (while checking "
                            "arguments for embedding)")
@@ -498,7 +499,7 @@ def embedding(weight, indices, padding_idx=-1):
 
 @register("embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx) "
           "-> Tensor", variants=(),
-          meta=lambda g, i, n, p: empty_meta((n,) + g._shape[i.dim():], g.dtype))
+          meta=lambda g, i, n, p: empty_meta((n,) + g._shape[i.dim():], g.dtype), kind="nn")
 def embedding_dense_backward(grad_output, indices, num_weights, padding_idx):
     i = indices._np().reshape(-1)
     D_ = grad_output._shape[indices.dim():]

@@ -299,7 +299,7 @@ def _bn_meta(input, weight, bias, running_mean, running_var, training, momentum,
 
 @register("native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, "
           "bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)", variants=("function",),
-          meta=_bn_meta)
+          meta=_bn_meta, kind="nn")
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
     """Batch norm over all dims but 1.  In training it updates running_mean/var in place
     (running_var with the *unbiased* batch variance) and returns (out, mean, invstd)."""
@@ -353,7 +353,7 @@ def _bn_bwd_meta(grad_out, input, weight, running_mean, running_var, save_mean, 
 
 @register("native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, "
           "Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps) "
-          "-> (Tensor, Tensor, Tensor)", variants=(), meta=_bn_bwd_meta)
+          "-> (Tensor, Tensor, Tensor)", variants=(), meta=_bn_bwd_meta, kind="nn")
 def native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps):
     """The fused backward of batch norm: (dx, dgamma, dbeta) in one pass over the data."""
     x = input._np()
@@ -399,7 +399,7 @@ def _ln_meta(input, normalized_shape, weight, bias, eps):
 
 
 @register("native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) "
-          "-> (Tensor, Tensor, Tensor)", variants=("function",), meta=_ln_meta)
+          "-> (Tensor, Tensor, Tensor)", variants=("function",), meta=_ln_meta, kind="nn")
 def native_layer_norm(input, normalized_shape, weight, bias, eps):
     """Layer norm over the trailing ``normalized_shape`` dims; returns (out, mean, rstd)."""
     ns = _check_normalized_shape(input, normalized_shape)
@@ -418,7 +418,7 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
           "Tensor rstd, Tensor? weight, Tensor? bias) -> (Tensor, Tensor, Tensor)", variants=(),
           meta=lambda g, input, ns, mean, rstd, weight, bias: (
               empty_meta(input._shape, input.dtype), empty_meta(tuple(ns), input.dtype),
-              empty_meta(tuple(ns), input.dtype)))
+              empty_meta(tuple(ns), input.dtype)), kind="nn")
 def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias):
     """Fused layer-norm backward: (dx, dgamma, dbeta)."""
     ns = tuple(normalized_shape)
@@ -436,7 +436,7 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
 @register("rms_norm_fused(Tensor input, SymInt[] normalized_shape, Tensor? weight, float eps) -> (Tensor, Tensor)",
           variants=(), meta=lambda input, ns, weight, eps: (
               empty_meta(input._shape, input.dtype),
-              empty_meta(input._shape[:-len(ns)] + (1,) * len(ns), input.dtype)))
+              empty_meta(input._shape[:-len(ns)] + (1,) * len(ns), input.dtype)), kind="nn")
 def rms_norm_fused(input, normalized_shape, weight, eps):
     """RMS norm: x / sqrt(mean(x^2) + eps) * weight, over the trailing dims; returns (out, rstd)."""
     ns = _check_normalized_shape(input, normalized_shape)
@@ -453,7 +453,7 @@ def rms_norm_fused(input, normalized_shape, weight, eps):
 @register("rms_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor rstd, Tensor? weight) "
           "-> (Tensor, Tensor)", variants=(),
           meta=lambda g, input, ns, rstd, weight: (empty_meta(input._shape, input.dtype),
-                                                   empty_meta(tuple(ns), input.dtype)))
+                                                   empty_meta(tuple(ns), input.dtype)), kind="nn")
 def rms_norm_backward(grad_out, input, normalized_shape, rstd, weight):
     ns = tuple(normalized_shape)
     x = input._np()
@@ -477,7 +477,7 @@ def _gn_meta(input, weight, bias, N, C, HxW, group, eps):
 
 
 @register("native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, "
-          "float eps) -> (Tensor, Tensor, Tensor)", variants=("function",), meta=_gn_meta)
+          "float eps) -> (Tensor, Tensor, Tensor)", variants=("function",), meta=_gn_meta, kind="nn")
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     """Group norm: statistics per (sample, group of C/G channels); gamma/beta per channel."""
     x3 = input._np().reshape(1, N * group, -1)
@@ -495,7 +495,8 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
 @register("native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, "
           "SymInt N, SymInt C, SymInt HxW, int group) -> (Tensor, Tensor, Tensor)", variants=(),
           meta=lambda g, input, mean, rstd, weight, N, C, HxW, group: (
-              empty_meta(input._shape, input.dtype), empty_meta((C,), input.dtype), empty_meta((C,), input.dtype)))
+              empty_meta(input._shape, input.dtype), empty_meta((C,), input.dtype), empty_meta((C,), input.dtype)),
+              kind="nn")
 def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group):
     """Fused group-norm backward: the kernel's backward on dxhat = dy * gamma, plus per-channel sums."""
     x = input._np().reshape(N, C, -1)

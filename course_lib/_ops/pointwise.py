@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _dtype as D
+from .. import _dtype
 from .._tensor import Tensor
 from .common import (
     binary_result_type,
@@ -31,42 +31,38 @@ from .common import (
 from .registry import register
 
 
-def _is_t(x) -> bool:
-    return isinstance(x, Tensor)
-
-
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
-def _operand(x, dt: D.dtype):
+def _operand(x, dt: _dtype.dtype):
     """numpy operand of dtype ``dt``: a view (cast if needed) for tensors, the scalar itself otherwise."""
     if isinstance(x, Tensor):
-        a = x._npc
+        a = x._np_cache
         if a is None:
             a = x._np()
         adt = a.dtype
         dtnp = dt.np
         return a if adt is dtnp or adt == dtnp else a.astype(dtnp)
-    if type(x) is int and dt.category == D._INT:
+    if type(x) is int and dt.category == _dtype._INT:
         lo, hi = _INT_RANGE[dt]
         if x < lo or x > hi:
             # A Python int that does not fit the dtype wraps around like C, as in PyTorch
             # (uint8 tensor > -1 compares with 255).
             return to_np_scalar(x, dt)
-    elif type(x) is float and dt is D.float16 and (x > 65504.0 or x < -65504.0):
+    elif type(x) is float and dt is _dtype.float16 and (x > 65504.0 or x < -65504.0):
         return np.float16(np.inf if x > 0 else -np.inf)  # rounds to infinity, without numpy's warning
     return x
 
 
 _INT_RANGE = {d: (int(np.iinfo(d.np).min), int(np.iinfo(d.np).max))
-              for d in (D.int64, D.int32, D.int16, D.int8, D.uint8)}
+              for d in (_dtype.int64, _dtype.int32, _dtype.int16, _dtype.int8, _dtype.uint8)}
 
 
 def _shape_of(x) -> tuple:
     return x._shape if isinstance(x, Tensor) else ()
 
 
-def _apply2(fn, a, b, dt: D.dtype):
+def _apply_binary(fn, a, b, dt: _dtype.dtype):
     """``fn(a, b)`` on numpy operands of dtype ``dt``, with PyTorch's broadcast error."""
     an, bn = _operand(a, dt), _operand(b, dt)
     try:
@@ -86,10 +82,10 @@ def _apply2(fn, a, b, dt: D.dtype):
 
 def _same_dtype(fn, a, b):
     """``fn`` on two tensors of one dtype (the common case of add and mul: no promotion, no casts)."""
-    an = a._npc
+    an = a._np_cache
     if an is None:
         an = a._np()
-    bn = b._npc
+    bn = b._np_cache
     if bn is None:
         bn = b._np()
     try:
@@ -101,13 +97,13 @@ def _same_dtype(fn, a, b):
 
 def _not_for_bool(name: str, *xs) -> None:
     """PyTorch's error for integer-only kernels called on two bools (``"remainder_cpu" not implemented``)."""
-    if all(_is_t(x) and x.dtype is D.bool_ or x is True or x is False for x in xs):
+    if all(isinstance(x, Tensor) and x.dtype is _dtype.bool_ or x is True or x is False for x in xs):
         raise NotImplementedError(f"\"{name}\" not implemented for 'Bool'")
 
 
-def _float_type(dt: D.dtype) -> D.dtype:
+def _float_type(dt: _dtype.dtype) -> _dtype.dtype:
     """Integer and bool inputs of float-valued ops compute in the default float dtype."""
-    return dt if dt.category == D._FLOAT else D.get_default_dtype()
+    return dt if dt.category == _dtype._FLOAT else _dtype.get_default_dtype()
 
 
 def _binary_meta(out_dtype=None, float_out=False):
@@ -130,7 +126,7 @@ def _unary_meta(float_out=False, out_dtype=None):
 # binary arithmetic
 # ---------------------------------------------------------------------------
 def _check_alpha(dt, alpha):
-    if alpha != 1 and dt.category != D._FLOAT and isinstance(alpha, float):
+    if alpha != 1 and dt.category != _dtype._FLOAT and isinstance(alpha, float):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
     checked_scalar(alpha, dt)
 
@@ -144,12 +140,12 @@ def add(self, other, alpha=1):
     dt = binary_result_type(self, other)
     if alpha != 1:
         _check_alpha(dt, alpha)
-        other = mul.cpu(other, alpha) if _is_t(other) else other * alpha
-    return wrap(_apply2(np.add, self, other, dt), dt)
+        other = mul.cpu(other, alpha) if isinstance(other, Tensor) else other * alpha
+    return wrap(_apply_binary(np.add, self, other, dt), dt)
 
 
 def _is_bool(x) -> bool:
-    return x.dtype is D.bool_ if isinstance(x, Tensor) else (x is True or x is False)
+    return x.dtype is _dtype.bool_ if isinstance(x, Tensor) else (x is True or x is False)
 
 
 def _check_bool_sub(self, other):
@@ -157,7 +153,8 @@ def _check_bool_sub(self, other):
         raise RuntimeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. "
             "Use the `^` or `logical_xor()` operator instead.")
-    if (_is_t(self) and self.dtype is D.bool_) or (_is_t(other) and other.dtype is D.bool_):
+    if ((isinstance(self, Tensor) and self.dtype is _dtype.bool_)
+            or (isinstance(other, Tensor) and other.dtype is _dtype.bool_)):
         raise RuntimeError(
             "Subtraction, the `-` operator, with a bool tensor is not supported. "
             "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
@@ -168,27 +165,28 @@ def _check_bool_sub(self, other):
 def sub(self, other, alpha=1):
     """self - alpha * other, broadcasting."""
     dt = binary_result_type(self, other)
-    if dt is D.bool_ or (_is_t(self) and self.dtype is D.bool_) or (_is_t(other) and other.dtype is D.bool_):
+    if (dt is _dtype.bool_ or (isinstance(self, Tensor) and self.dtype is _dtype.bool_)
+            or (isinstance(other, Tensor) and other.dtype is _dtype.bool_)):
         _check_bool_sub(self, other)
     if alpha != 1:
         _check_alpha(dt, alpha)
-        other = mul.cpu(other, alpha) if _is_t(other) else other * alpha
-    return wrap(_apply2(np.subtract, self, other, dt), dt)
+        other = mul.cpu(other, alpha) if isinstance(other, Tensor) else other * alpha
+    return wrap(_apply_binary(np.subtract, self, other, dt), dt)
 
 
 @register("rsub(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", meta=_binary_meta(),
           variants=("function",), kind="pointwise")
 def rsub(self, other, alpha=1):
     """other - alpha * self (what ``1 - x`` calls)."""
-    return sub.cpu(other, self, alpha) if _is_t(other) else _rsub_scalar(self, other, alpha)
+    return sub.cpu(other, self, alpha) if isinstance(other, Tensor) else _rsub_scalar(self, other, alpha)
 
 
 def _rsub_scalar(self, other, alpha):
     dt = binary_result_type(self, other)
-    if self.dtype is D.bool_:
+    if self.dtype is _dtype.bool_:
         _check_bool_sub(self, other)
     s = self if alpha == 1 else mul.cpu(self, alpha)
-    return wrap(_apply2(np.subtract, other, s, dt), dt)
+    return wrap(_apply_binary(np.subtract, other, s, dt), dt)
 
 
 @register("mul(Tensor self, Tensor other) -> Tensor", meta=_binary_meta(), inplace="mul_",
@@ -198,7 +196,7 @@ def mul(self, other):
     if isinstance(other, Tensor) and isinstance(self, Tensor) and self.dtype is other.dtype:
         return _same_dtype(np.multiply, self, other)
     dt = binary_result_type(self, other)
-    return wrap(_apply2(np.multiply, self, other, dt), dt)
+    return wrap(_apply_binary(np.multiply, self, other, dt), dt)
 
 
 def _div_meta(self, other, rounding_mode=None):
@@ -216,23 +214,23 @@ def div(self, other, rounding_mode=None):
     if rounding_mode is None:
         ft = _float_type(dt)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return wrap(_apply2(np.true_divide, self, other, ft), ft)
+            return wrap(_apply_binary(np.true_divide, self, other, ft), ft)
     if rounding_mode == "floor":
         return floor_divide.cpu(self, other)
     if rounding_mode == "trunc":
         with np.errstate(divide="ignore", invalid="ignore"):
-            if dt.category == D._FLOAT:
-                return wrap(np.trunc(_apply2(np.true_divide, self, other, dt)), dt)
+            if dt.category == _dtype._FLOAT:
+                return wrap(np.trunc(_apply_binary(np.true_divide, self, other, dt)), dt)
             _check_int_zero_div(other)
-            q = _apply2(np.true_divide, self, other, D.float64)
+            q = _apply_binary(np.true_divide, self, other, _dtype.float64)
             return wrap(np.trunc(q).astype(dt.np), dt)
     raise RuntimeError(
         f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
 
 
 def _check_int_zero_div(other):
-    if (_is_t(other) and other.dtype.category != D._FLOAT and (other._np() == 0).any()) or \
-            (not _is_t(other) and other == 0 and not isinstance(other, float)):
+    if (isinstance(other, Tensor) and other.dtype.category != _dtype._FLOAT and (other._np() == 0).any()) or \
+            (not isinstance(other, Tensor) and other == 0 and not isinstance(other, float)):
         raise RuntimeError("ZeroDivisionError")
 
 
@@ -241,12 +239,12 @@ def _check_int_zero_div(other):
 def floor_divide(self, other):
     """Division rounded towards minus infinity (``//``): ``-3 // 2 == -2``."""
     dt = binary_result_type(self, other)
-    if dt is D.bool_:
+    if dt is _dtype.bool_:
         _not_for_bool("div_floor_cpu", self, other)
-    if dt.category != D._FLOAT:
+    if dt.category != _dtype._FLOAT:
         _check_int_zero_div(other)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return wrap(_apply2(np.floor_divide, self, other, dt), dt)
+        return wrap(_apply_binary(np.floor_divide, self, other, dt), dt)
 
 
 @register("remainder(Tensor self, Tensor other) -> Tensor", meta=_binary_meta(),
@@ -254,24 +252,24 @@ def floor_divide(self, other):
 def remainder(self, other):
     """Python-style modulus (``%``): the result has the sign of the divisor."""
     dt = binary_result_type(self, other)
-    if dt is D.bool_:
+    if dt is _dtype.bool_:
         _not_for_bool("remainder_cpu", self, other)
-    if dt.category != D._FLOAT:
+    if dt.category != _dtype._FLOAT:
         _check_int_zero_div(other)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return wrap(_apply2(np.remainder, self, other, dt), dt)
+        return wrap(_apply_binary(np.remainder, self, other, dt), dt)
 
 
 @register("fmod(Tensor self, Tensor other) -> Tensor", meta=_binary_meta(), kind="pointwise")
 def fmod(self, other):
     """C-style remainder: the result has the sign of the dividend."""
     dt = binary_result_type(self, other)
-    if dt is D.bool_:
+    if dt is _dtype.bool_:
         _not_for_bool("fmod_cpu", self, other)
-    if dt.category != D._FLOAT:
+    if dt.category != _dtype._FLOAT:
         _check_int_zero_div(other)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return wrap(_apply2(np.fmod, self, other, dt), dt)
+        return wrap(_apply_binary(np.fmod, self, other, dt), dt)
 
 
 def _pow_meta(self, exponent):
@@ -288,28 +286,28 @@ def pow(self, exponent):  # noqa: A001
     PyTorch's integer results (1 for base 1, +-1 for base -1, else 0).
     """
     dt = binary_result_type(self, exponent)
-    if dt.category != D._FLOAT:
-        if dt is D.bool_:
+    if dt.category != _dtype._FLOAT:
+        if dt is _dtype.bool_:
             _not_for_bool("pow", self, exponent)
-        if not _is_t(exponent) and exponent < 0:
+        if not isinstance(exponent, Tensor) and exponent < 0:
             raise RuntimeError("Integers to negative integer powers are not allowed.")
-        if not _is_t(exponent):
+        if not isinstance(exponent, Tensor):
             exponent = checked_scalar(exponent, dt)
-        if _is_t(exponent):
+        if isinstance(exponent, Tensor):
             return wrap(_int_pow(_operand(self, dt), _operand(exponent, dt)), dt)
-    if not _is_t(self):
+    if not isinstance(self, Tensor):
         # scalar ** tensor
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return wrap(_apply2(np.power, self, exponent, dt), dt)
-    if not _is_t(exponent):
+            return wrap(_apply_binary(np.power, self, exponent, dt), dt)
+    if not isinstance(exponent, Tensor):
         if exponent == 2:
             a = _operand(self, dt)
             return wrap(a * a, dt)
-        if exponent == 0.5 and dt.category == D._FLOAT:
+        if exponent == 0.5 and dt.category == _dtype._FLOAT:
             with np.errstate(invalid="ignore"):
                 return wrap(np.sqrt(_operand(self, dt)), dt)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return wrap(_apply2(np.power, self, exponent, dt), dt)
+        return wrap(_apply_binary(np.power, self, exponent, dt), dt)
 
 
 def _int_pow(base, exp):
@@ -332,30 +330,30 @@ def _minmax_meta(self, other):
 def maximum(self, other):
     """Elementwise maximum (NaN propagates)."""
     dt = binary_result_type(self, other)
-    return wrap(_apply2(np.maximum, self, other, dt), dt)
+    return wrap(_apply_binary(np.maximum, self, other, dt), dt)
 
 
 @register("minimum(Tensor self, Tensor other) -> Tensor", meta=_minmax_meta, kind="pointwise")
 def minimum(self, other):
     """Elementwise minimum (NaN propagates)."""
     dt = binary_result_type(self, other)
-    return wrap(_apply2(np.minimum, self, other, dt), dt)
+    return wrap(_apply_binary(np.minimum, self, other, dt), dt)
 
 
 @register("atan2(Tensor self, Tensor other) -> Tensor", meta=_binary_meta(float_out=True),
           kind="pointwise")
 def atan2(self, other):
     ft = _float_type(binary_result_type(self, other))
-    return wrap(_apply2(np.arctan2, self, other, ft), ft)
+    return wrap(_apply_binary(np.arctan2, self, other, ft), ft)
 
 
 # bitwise / logical ---------------------------------------------------------
 def _bitwise(name, fn):
     def kernel(self, other):
         dt = binary_result_type(self, other)
-        if dt.category == D._FLOAT:
+        if dt.category == _dtype._FLOAT:
             raise NotImplementedError(f'"{name}_cpu" not implemented for \'{dt._tensor_name}\'')
-        return wrap(_apply2(fn, self, other, dt), dt)
+        return wrap(_apply_binary(fn, self, other, dt), dt)
     kernel.__name__ = name
     kernel.__doc__ = f"Elementwise {name} of integer or bool tensors."
     return kernel
@@ -371,20 +369,20 @@ bitwise_xor = register("bitwise_xor(Tensor self, Tensor other) -> Tensor", meta=
 
 def _logical(fn):
     def kernel(self, other):
-        a = self._np() if _is_t(self) else self
-        b = other._np() if _is_t(other) else other
-        if _is_t(self) and _is_t(other) and self._shape != other._shape:
+        a = self._np() if isinstance(self, Tensor) else self
+        b = other._np() if isinstance(other, Tensor) else other
+        if isinstance(self, Tensor) and isinstance(other, Tensor) and self._shape != other._shape:
             broadcast_two(self._shape, other._shape)
-        return wrap(fn(a, b), D.bool_)
+        return wrap(fn(a, b), _dtype.bool_)
     return kernel
 
 
 logical_and = register("logical_and(Tensor self, Tensor other) -> Tensor",
-                       meta=_binary_meta(out_dtype=D.bool_), kind="pointwise")(_logical(np.logical_and))
+                       meta=_binary_meta(out_dtype=_dtype.bool_), kind="pointwise")(_logical(np.logical_and))
 logical_or = register("logical_or(Tensor self, Tensor other) -> Tensor",
-                      meta=_binary_meta(out_dtype=D.bool_), kind="pointwise")(_logical(np.logical_or))
+                      meta=_binary_meta(out_dtype=_dtype.bool_), kind="pointwise")(_logical(np.logical_or))
 logical_xor = register("logical_xor(Tensor self, Tensor other) -> Tensor",
-                       meta=_binary_meta(out_dtype=D.bool_), kind="pointwise")(_logical(np.logical_xor))
+                       meta=_binary_meta(out_dtype=_dtype.bool_), kind="pointwise")(_logical(np.logical_xor))
 
 
 # ---------------------------------------------------------------------------
@@ -393,27 +391,27 @@ logical_xor = register("logical_xor(Tensor self, Tensor other) -> Tensor",
 def _compare(fn):
     def kernel(self, other):
         dt = binary_result_type(self, other)
-        return wrap(_apply2(fn, self, other, dt), D.bool_)
+        return wrap(_apply_binary(fn, self, other, dt), _dtype.bool_)
     return kernel
 
 
 for _name, _fn in (("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal),
                    ("gt", np.greater), ("ge", np.greater_equal)):
     globals()[_name] = register(f"{_name}(Tensor self, Tensor other) -> Tensor",
-                                meta=_binary_meta(out_dtype=D.bool_), inplace=f"{_name}_",
+                                meta=_binary_meta(out_dtype=_dtype.bool_), inplace=f"{_name}_",
                                 kind="pointwise")(_compare(_fn))
 
 
 @register("isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor",
-          meta=_binary_meta(out_dtype=D.bool_), kind="pointwise")
+          meta=_binary_meta(out_dtype=_dtype.bool_), kind="pointwise")
 def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    if _is_t(other) and other.dtype is not self.dtype:
+    if isinstance(other, Tensor) and other.dtype is not self.dtype:
         raise RuntimeError(f"{self.dtype._tensor_name} did not match {other.dtype._tensor_name}")
     dt = binary_result_type(self, other)
-    if _is_t(other) and other._shape != self._shape:
+    if isinstance(other, Tensor) and other._shape != self._shape:
         broadcast_two(self._shape, other._shape)
     return wrap(np.isclose(_operand(self, dt), _operand(other, dt), rtol=rtol, atol=atol,
-                           equal_nan=equal_nan), D.bool_)
+                           equal_nan=equal_nan), _dtype.bool_)
 
 
 # ---------------------------------------------------------------------------
@@ -423,8 +421,8 @@ def _unary_float(name: str, fn, doc: str):
     """A float-valued unary op (exp, log, sin, ...): ints and bools compute in the default float dtype."""
     def kernel(self):
         dt = self.dtype
-        if dt.category != D._FLOAT:
-            dt = D.get_default_dtype()
+        if dt.category != _dtype._FLOAT:
+            dt = _dtype.get_default_dtype()
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 return wrap(fn(self._np().astype(dt.np)), dt)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -488,13 +486,13 @@ erf = _unary_float("erf", _erf, "The error function, elementwise.")
 
 def _same_dtype_unary(name, fn, doc, inplace=True, allow_bool=True, kernel_name=None, float_only=False):
     def kernel(self):
-        if self.dtype is D.bool_ and not allow_bool:
+        if self.dtype is _dtype.bool_ and not allow_bool:
             if kernel_name is None:
                 raise RuntimeError(
                     f"{'Negation, the `-` operator,' if name == 'neg' else name} on a bool tensor is not supported. "
                     "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
             raise NotImplementedError(f"\"{kernel_name}\" not implemented for 'Bool'")
-        if float_only and self.dtype.category != D._FLOAT:
+        if float_only and self.dtype.category != _dtype._FLOAT:
             raise NotImplementedError(f"\"{kernel_name}\" not implemented for '{self.dtype._tensor_name}'")
         return wrap(fn(self._np()), self.dtype)
     kernel.__name__ = name
@@ -519,10 +517,10 @@ frac = _same_dtype_unary("frac", lambda a: a - np.trunc(a), "x - trunc(x), eleme
 
 
 @register("square(Tensor self) -> Tensor", meta=lambda self: empty_meta(
-    self._shape, D.int64 if self.dtype is D.bool_ else self.dtype), inplace="square_", kind="pointwise")
+    self._shape, _dtype.int64 if self.dtype is _dtype.bool_ else self.dtype), inplace="square_", kind="pointwise")
 def square(self):
     """x * x, elementwise (``pow(x, 2)``: bools give int64)."""
-    dt = D.int64 if self.dtype is D.bool_ else self.dtype
+    dt = _dtype.int64 if self.dtype is _dtype.bool_ else self.dtype
     a = _operand(self, dt)
     return wrap(a * a, dt)
 
@@ -531,43 +529,43 @@ def square(self):
           kind="pointwise")
 def bitwise_not(self):
     """``~x``: bitwise not of integers, logical not of bools."""
-    if self.dtype.category == D._FLOAT:
+    if self.dtype.category == _dtype._FLOAT:
         raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{self.dtype._tensor_name}'")
     return wrap(np.invert(self._np()), self.dtype)
 
 
-@register("logical_not(Tensor self) -> Tensor", meta=_unary_meta(out_dtype=D.bool_), kind="pointwise")
+@register("logical_not(Tensor self) -> Tensor", meta=_unary_meta(out_dtype=_dtype.bool_), kind="pointwise")
 def logical_not(self):
-    return wrap(np.logical_not(self._np()), D.bool_)
+    return wrap(np.logical_not(self._np()), _dtype.bool_)
 
 
-@register("isnan(Tensor self) -> Tensor", meta=_unary_meta(out_dtype=D.bool_), kind="pointwise")
+@register("isnan(Tensor self) -> Tensor", meta=_unary_meta(out_dtype=_dtype.bool_), kind="pointwise")
 def isnan(self):
-    return wrap(np.isnan(self._np()), D.bool_)
+    return wrap(np.isnan(self._np()), _dtype.bool_)
 
 
-@register("isinf(Tensor self) -> Tensor", meta=_unary_meta(out_dtype=D.bool_), kind="pointwise")
+@register("isinf(Tensor self) -> Tensor", meta=_unary_meta(out_dtype=_dtype.bool_), kind="pointwise")
 def isinf(self):
-    return wrap(np.isinf(self._np()), D.bool_)
+    return wrap(np.isinf(self._np()), _dtype.bool_)
 
 
-@register("isfinite(Tensor self) -> Tensor", meta=_unary_meta(out_dtype=D.bool_), kind="pointwise")
+@register("isfinite(Tensor self) -> Tensor", meta=_unary_meta(out_dtype=_dtype.bool_), kind="pointwise")
 def isfinite(self):
-    return wrap(np.isfinite(self._np()), D.bool_)
+    return wrap(np.isfinite(self._np()), _dtype.bool_)
 
 
 # activations that are pointwise ---------------------------------------------
 @register("relu(Tensor self) -> Tensor", meta=_unary_meta(), inplace="relu_", kind="pointwise")
 def relu(self):
     """max(x, 0), elementwise."""
-    if self.dtype is D.bool_:
+    if self.dtype is _dtype.bool_:
         raise RuntimeError("Boolean inputs not supported for relu")
     a = self._np()
     return wrap(np.maximum(a, a.dtype.type(0)), self.dtype)
 
 
 @register("threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor", variants=(),
-          meta=lambda grad_output, self, threshold: empty_meta(grad_output._shape, grad_output.dtype))
+          meta=lambda grad_output, self, threshold: empty_meta(grad_output._shape, grad_output.dtype), kind="nn")
 def threshold_backward(grad_output, self, threshold):
     """grad_output where self > threshold, else 0: what ``ReluBackward0`` runs (with threshold 0)
     when no graph of the backward is recorded.
@@ -586,15 +584,15 @@ def clamp(self, min=None, max=None):  # noqa: A002
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     dt = result_type(self, min, max)
-    if dt is D.bool_ and not (_is_t(min) or _is_t(max)):
+    if dt is _dtype.bool_ and not (isinstance(min, Tensor) or isinstance(max, Tensor)):
         kernel = "clamp_scalar_cpu" if min is not None and max is not None else \
             ("clamp_min_scalar_cpu" if min is not None else "clamp_max_scalar_cpu")
         raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
-    if _is_t(min) or _is_t(max):
-        broadcast_shapes(self._shape, *[x._shape for x in (min, max) if _is_t(x)])
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        broadcast_shapes(self._shape, *[x._shape for x in (min, max) if isinstance(x, Tensor)])
     a = _operand(self, dt)
-    lo = (_operand(min, dt) if _is_t(min) else checked_scalar(min, dt)) if min is not None else None
-    hi = (_operand(max, dt) if _is_t(max) else checked_scalar(max, dt)) if max is not None else None
+    lo = (_operand(min, dt) if isinstance(min, Tensor) else checked_scalar(min, dt)) if min is not None else None
+    hi = (_operand(max, dt) if isinstance(max, Tensor) else checked_scalar(max, dt)) if max is not None else None
     if lo is not None:
         a = np.maximum(a, lo)
     if hi is not None:
@@ -603,7 +601,7 @@ def clamp(self, min=None, max=None):  # noqa: A002
 
 
 def _clamp_meta(self, min=None, max=None):  # noqa: A002
-    shapes = [self._shape] + [x._shape for x in (min, max) if _is_t(x)]
+    shapes = [self._shape] + [x._shape for x in (min, max) if isinstance(x, Tensor)]
     return empty_meta(broadcast_shapes(*shapes), result_type(self, min, max))
 
 
@@ -619,13 +617,13 @@ def _where_meta(condition, self, other):
           kind="pointwise")
 def where(condition, self, other):
     """Pick ``self`` where ``condition`` is True, else ``other`` (all broadcast)."""
-    if condition.dtype is not D.bool_ and condition.dtype is not D.uint8:
+    if condition.dtype is not _dtype.bool_ and condition.dtype is not _dtype.uint8:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
                            f"{condition.dtype._tensor_name}")
     dt = result_type(self, other)
     broadcast_shapes(condition._shape, _shape_of(self), _shape_of(other))
-    a = _operand(self, dt) if _is_t(self) else checked_scalar(self, dt)
-    b = _operand(other, dt) if _is_t(other) else checked_scalar(other, dt)
+    a = _operand(self, dt) if isinstance(self, Tensor) else checked_scalar(self, dt)
+    b = _operand(other, dt) if isinstance(other, Tensor) else checked_scalar(other, dt)
     return wrap(np.where(condition._np(), a, b), dt)
 
 
@@ -645,11 +643,11 @@ def lerp(self, end, weight):
 
 
 def _check_lerp(self, end, weight):
-    if self.dtype.category != D._FLOAT:
-        kind = "tensor" if _is_t(weight) else "scalar"
+    if self.dtype.category != _dtype._FLOAT:
+        kind = "tensor" if isinstance(weight, Tensor) else "scalar"
         raise NotImplementedError(f"\"lerp_kernel_{kind}\" not implemented for '{self.dtype._tensor_name}'")
     for name, x in (("end", end), ("weight", weight)):
-        if _is_t(x) and x.dtype is not self.dtype:
-            raise RuntimeError(f"expected dtype {D.c_type_name(self.dtype, 'demangled')} for `{name}` but got dtype "
-                               f"{D.c_type_name(x.dtype, 'demangled')}")
-    broadcast_shapes(self._shape, end._shape, *([weight._shape] if _is_t(weight) else []))
+        if isinstance(x, Tensor) and x.dtype is not self.dtype:
+            raise RuntimeError(f"expected dtype {_dtype.c_type_name(self.dtype, 'demangled')} for `{name}` but got "
+                               f"dtype {_dtype.c_type_name(x.dtype, 'demangled')}")
+    broadcast_shapes(self._shape, end._shape, *([weight._shape] if isinstance(weight, Tensor) else []))

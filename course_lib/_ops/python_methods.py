@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import warnings
 
-from .. import _dtype as D
+from .. import _dtype
 from .._device import device as _device
 from .._tensor_base import TensorBase
 from . import python_torch_functions as _functions
@@ -196,7 +196,7 @@ class PythonMethods:
         return dispatch(OPS["abs"], (self,))
 
     def __invert__(self):
-        if self.dtype.category == D._FLOAT:
+        if self.dtype.category == _dtype._FLOAT:
             raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
         return dispatch(OPS["bitwise_not"], (self,))
 
@@ -216,7 +216,7 @@ class PythonMethods:
         if isinstance(dev, str):
             _check_device_string(dev)
         for a in args:
-            if isinstance(a, D.dtype):
+            if isinstance(a, _dtype.dtype):
                 dtype = a
             elif isinstance(a, TensorBase):
                 dtype, dev = a.dtype, a._storage.device
@@ -239,39 +239,39 @@ class PythonMethods:
 
     def float(self, memory_format=None):
         """``self.to(course_lib.float32)``"""
-        return self.to(D.float32)
+        return self.to(_dtype.float32)
 
     def double(self, memory_format=None):
         """``self.to(course_lib.float64)``"""
-        return self.to(D.float64)
+        return self.to(_dtype.float64)
 
     def half(self, memory_format=None):
         """``self.to(course_lib.float16)``"""
-        return self.to(D.float16)
+        return self.to(_dtype.float16)
 
     def long(self, memory_format=None):
         """``self.to(course_lib.int64)``"""
-        return self.to(D.int64)
+        return self.to(_dtype.int64)
 
     def int(self, memory_format=None):
         """``self.to(course_lib.int32)``"""
-        return self.to(D.int32)
+        return self.to(_dtype.int32)
 
     def short(self, memory_format=None):
         """``self.to(course_lib.int16)``"""
-        return self.to(D.int16)
+        return self.to(_dtype.int16)
 
     def char(self, memory_format=None):
         """``self.to(course_lib.int8)``"""
-        return self.to(D.int8)
+        return self.to(_dtype.int8)
 
     def byte(self, memory_format=None):
         """``self.to(course_lib.uint8)``"""
-        return self.to(D.uint8)
+        return self.to(_dtype.uint8)
 
     def bool(self, memory_format=None):
         """``self.to(course_lib.bool)``"""
-        return self.to(D.bool_)
+        return self.to(_dtype.bool_)
 
     # -- reductions with PyTorch's two signatures (manual_binding in the registry) ----------------
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):

@@ -11,7 +11,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .. import _dtype as D
+from .. import _dtype
 from .._tensor import Tensor
 from .common import empty_meta, wrap, wrap_dim, wrap_dims
 from .registry import register
@@ -64,19 +64,19 @@ def _reduce_meta(out_dtype_fn):
 def _sum_dtype(self, dtype=None, *rest):
     if dtype is not None:
         return dtype
-    return D.int64 if self.dtype.category != D._FLOAT else self.dtype
+    return _dtype.int64 if self.dtype.category != _dtype._FLOAT else self.dtype
 
 
 def _float_only(name):
     def f(self, *rest):
-        dt = rest[-1] if rest and isinstance(rest[-1], D.dtype) else None
+        dt = rest[-1] if rest and isinstance(rest[-1], _dtype.dtype) else None
         if dt is not None:
-            if dt.category != D._FLOAT:
+            if dt.category != _dtype._FLOAT:
                 raise RuntimeError(
                     f"{name}(): could not infer output dtype. Optional dtype must be either a floating point or "
                     f"complex dtype. Got: {dt._tensor_name}")
             return dt
-        if self.dtype.category != D._FLOAT:
+        if self.dtype.category != _dtype._FLOAT:
             if name in ("var", "std"):
                 raise RuntimeError("std and var only support floating point and complex dtypes")
             raise RuntimeError(
@@ -195,13 +195,13 @@ def amin(self, dim=(), keepdim=False):
 
 def _arg_meta(self, dim=None, keepdim=False):
     if dim is None:
-        return empty_meta((1,) * len(self._shape) if keepdim else (), D.int64)
+        return empty_meta((1,) * len(self._shape) if keepdim else (), _dtype.int64)
     d = wrap_dim(dim, len(self._shape))
-    return empty_meta(_out_shape(self._shape, (d,), keepdim), D.int64)
+    return empty_meta(_out_shape(self._shape, (d,), keepdim), _dtype.int64)
 
 
 def _argreduce(self, dim, keepdim, fn, name):
-    if self.dtype is D.bool_:
+    if self.dtype is _dtype.bool_:
         raise RuntimeError(f"{name}(): does not support bool input")
     a = self._np()
     if dim is None:
@@ -209,14 +209,14 @@ def _argreduce(self, dim, keepdim, fn, name):
             raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
         r = fn(a.reshape(-1))
         if keepdim:
-            return wrap(np.full((1,) * len(self._shape), r, dtype=np.int64), D.int64)
-        return wrap(np.asarray(r, dtype=np.int64), D.int64)
+            return wrap(np.full((1,) * len(self._shape), r, dtype=np.int64), _dtype.int64)
+        return wrap(np.asarray(r, dtype=np.int64), _dtype.int64)
     d = wrap_dim(dim, len(self._shape))
     if not self._shape:
-        return wrap(np.zeros((), np.int64), D.int64)
+        return wrap(np.zeros((), np.int64), _dtype.int64)
     if self._shape[d] == 0:
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
-    return wrap(np.asarray(fn(a, axis=d, keepdims=keepdim), dtype=np.int64), D.int64)
+    return wrap(np.asarray(fn(a, axis=d, keepdims=keepdim), dtype=np.int64), _dtype.int64)
 
 
 @register("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", meta=_arg_meta, kind="reduction")
@@ -248,7 +248,7 @@ def _maxmin_meta(self, dim=None, keepdim=False):
         return empty_meta(broadcast_two(self._shape, dim._shape), self.dtype)
     d = wrap_dim(dim, len(self._shape))
     shape = _out_shape(self._shape, (d,), keepdim)
-    return max_ret(empty_meta(shape, self.dtype), empty_meta(shape, D.int64))
+    return max_ret(empty_meta(shape, self.dtype), empty_meta(shape, _dtype.int64))
 
 
 def _maxmin(self, dim, keepdim, reduce, argfn, name, ret):
@@ -261,7 +261,7 @@ def _maxmin(self, dim, keepdim, reduce, argfn, name, ret):
     d = wrap_dim(dim, len(self._shape))
     a = self._np()
     if not self._shape:
-        return ret(wrap(a.copy(), self.dtype), wrap(np.zeros((), np.int64), D.int64))
+        return ret(wrap(a.copy(), self.dtype), wrap(np.zeros((), np.int64), _dtype.int64))
     if self._shape[d] == 0:
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
     idx = argfn(a, axis=d, keepdims=True)
@@ -269,7 +269,7 @@ def _maxmin(self, dim, keepdim, reduce, argfn, name, ret):
     if not keepdim:
         idx = np.squeeze(idx, axis=d)
         vals = np.squeeze(vals, axis=d)
-    return ret(wrap(vals, self.dtype), wrap(idx.astype(np.int64, copy=False), D.int64))
+    return ret(wrap(vals, self.dtype), wrap(idx.astype(np.int64, copy=False), _dtype.int64))
 
 
 @register("max(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", meta=_maxmin_meta, kind="reduction")
@@ -292,7 +292,7 @@ def min(self, dim=None, keepdim=False):  # noqa: A001
 
 def _lse_meta(self, dim, keepdim=False):
     _, dims = _axes(self, dim)
-    dt = self.dtype if self.dtype.category == D._FLOAT else D.get_default_dtype()
+    dt = self.dtype if self.dtype.category == _dtype._FLOAT else _dtype.get_default_dtype()
     return empty_meta(_out_shape(self._shape, dims, keepdim), dt)
 
 
@@ -300,7 +300,7 @@ def _lse_meta(self, dim, keepdim=False):
 def logsumexp(self, dim, keepdim=False):
     """log(sum(exp(x))) over ``dim``, computed stably by subtracting the max first."""
     axis, dims = _axes(self, dim)
-    dt = self.dtype if self.dtype.category == D._FLOAT else D.get_default_dtype()
+    dt = self.dtype if self.dtype.category == _dtype._FLOAT else _dtype.get_default_dtype()
     a = self._np().astype(dt.np, copy=False)
     if a.size == 0:
         with np.errstate(divide="ignore"):
@@ -324,12 +324,13 @@ def _bool_axes(self, dim):
 
 def _bool_meta(self, dim=None, keepdim=False):
     _, dims = _bool_axes(self, dim)
-    return empty_meta(_out_shape(self._shape, dims, keepdim), D.uint8 if self.dtype is D.uint8 else D.bool_)
+    result_dtype = _dtype.uint8 if self.dtype is _dtype.uint8 else _dtype.bool_
+    return empty_meta(_out_shape(self._shape, dims, keepdim), result_dtype)
 
 
 def _all_any(self, dim, keepdim, fn):
     axis, dims = _bool_axes(self, dim)
-    dt = D.uint8 if self.dtype is D.uint8 else D.bool_   # uint8 in, uint8 out (as in PyTorch)
+    dt = _dtype.uint8 if self.dtype is _dtype.uint8 else _dtype.bool_   # uint8 in, uint8 out (as in PyTorch)
     return _finish(fn(self._np(), axis=axis, keepdims=keepdim), self, axis, dims, keepdim, dt)
 
 

@@ -11,6 +11,7 @@ Here an ``OpDef`` holds:
 * ``meta``: the shape function (same signature, returns tensors on the meta device)
 * ``autograd``: the derivative, filled in by ``course_lib.autograd.derivatives``
 * ``variants``: ``"function"`` and/or ``"method"``; ``inplace`` names the ``op_`` form.
+* ``kind``: what the op does, one of ``KINDS`` (``"pointwise"``, ``"view"``, ``"nn"``, ...).
 * ``manual_binding``: the Python function and method are hand-written
   (``python_methods.py``) instead of generated, like PyTorch's ``manual_cpp_binding``.
 
@@ -23,7 +24,13 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-__all__ = ["OpDef", "OPS", "register", "get", "default_source"]
+__all__ = ["OpDef", "OPS", "KINDS", "register", "get", "default_source"]
+
+# What an op does, as its kernel file groups it. Two kinds change how ops are handled: a "composite" op
+# decomposes into other ops and has no kernel of its own (modes and tracers see its parts), and the min-cut
+# partitioner recomputes "pointwise" ops instead of saving their outputs (PyTorch's pointwise tag).
+KINDS = ("pointwise", "reduction", "view", "composite", "linalg", "nn", "indexing", "copy", "fill", "join",
+         "transformation")
 
 # Schema defaults that are not Python literals.
 _DEFAULTS = {"True": "True", "False": "False", "None": "None", "[]": "()",
@@ -105,7 +112,7 @@ class OpDef:
 
     def __init__(self, schema: str, cpu: Callable, meta: Callable | None, *,
                  variants=("function", "method"), inplace: str | None = None,
-                 kind: str = "other", doc: str = "", is_view: bool = False,
+                 kind: str | None = None, doc: str = "", is_view: bool = False,
                  is_inplace: bool = False, manual_binding: bool = False):
         self.schema = schema
         self.name, self.args, self.returns = parse_schema(schema)
@@ -139,14 +146,17 @@ OPS: dict[str, OpDef] = {}
 
 
 def register(schema: str, *, meta: Callable | None = None, variants=("function", "method"),
-             inplace: str | None = None, kind: str = "other", is_view: bool = False,
+             inplace: str | None = None, kind: str, is_view: bool = False,
              is_inplace: bool = False, manual_binding: bool = False):
-    """Decorator: declare an op from its schema and its CPU kernel.
+    """Decorator: declare an op from its schema, its CPU kernel and its kind (one of ``KINDS``).
 
-    >>> @register("neg(Tensor self) -> Tensor", meta=unary_meta)
+    >>> @register("neg(Tensor self) -> Tensor", meta=unary_meta, kind="pointwise")
     ... def neg(self):
     ...     return wrap(np.negative(self._np()))
     """
+    if kind not in KINDS:
+        raise ValueError(f"op kind {kind!r} is not one of {KINDS}")
+
     def deco(fn: Callable) -> OpDef:
         op = OpDef(schema, fn, meta, variants=variants, inplace=inplace, kind=kind,
                    doc=fn.__doc__ or "", is_view=is_view, is_inplace=is_inplace,

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _dtype as D
+from .. import _dtype
 from .common import empty_meta, wrap, wrap_dim
 from .registry import register
 
 
 def _softmax_dtype(self, dtype, name, dim=-1):
     dt = dtype if dtype is not None else self.dtype
-    if dt.category != D._FLOAT:
+    if dt.category != _dtype._FLOAT:
         nd = len(self._shape)
         last = nd == 0 or wrap_dim(dim, nd) == nd - 1
         kernel = f"{name}_lastdim_kernel_impl" if last else f"{name}_kernel_impl"
@@ -27,7 +27,7 @@ def _softmax_meta(self, dim, dtype=None):
     return empty_meta(self._shape, _softmax_dtype(self, dtype, "softmax", dim))
 
 
-@register("softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", meta=_softmax_meta)
+@register("softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", meta=_softmax_meta, kind="nn")
 def softmax(self, dim, dtype=None):
     """exp(x) / sum(exp(x)) along ``dim``, computed stably (the max is subtracted first)."""
     dt = _softmax_dtype(self, dtype, "softmax", dim)
@@ -40,7 +40,7 @@ def softmax(self, dim, dtype=None):
     return wrap(e, dt)
 
 
-@register("log_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", meta=_softmax_meta)
+@register("log_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", meta=_softmax_meta, kind="nn")
 def log_softmax(self, dim, dtype=None):
     """x - logsumexp(x) along ``dim``."""
     dt = _softmax_dtype(self, dtype, "log_softmax", dim)
@@ -56,7 +56,8 @@ def log_softmax(self, dim, dtype=None):
 
 
 @register("_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor",
-          variants=(), meta=lambda grad_output, output, dim, input_dtype: empty_meta(output._shape, output.dtype))
+          variants=(), meta=lambda grad_output, output, dim, input_dtype: empty_meta(output._shape, output.dtype),
+          kind="nn")
 def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
     """The gradient of log_softmax in one kernel: grad - exp(output) * grad.sum(dim).
 

@@ -15,7 +15,7 @@ def _tri_meta(self, diagonal=0):
     return empty_meta(self._shape, self.dtype)
 
 
-@register("tril(Tensor self, int diagonal=0) -> Tensor", meta=_tri_meta)
+@register("tril(Tensor self, int diagonal=0) -> Tensor", meta=_tri_meta, kind="transformation")
 def tril(self, diagonal=0):
     """Lower triangle (the rest zero) of the last two dims."""
     if len(self._shape) < 2:
@@ -23,7 +23,7 @@ def tril(self, diagonal=0):
     return wrap(np.tril(self._np(), diagonal), self.dtype)
 
 
-@register("triu(Tensor self, int diagonal=0) -> Tensor", meta=_tri_meta)
+@register("triu(Tensor self, int diagonal=0) -> Tensor", meta=_tri_meta, kind="transformation")
 def triu(self, diagonal=0):
     """Upper triangle (the rest zero) of the last two dims."""
     if len(self._shape) < 2:
@@ -31,7 +31,8 @@ def triu(self, diagonal=0):
     return wrap(np.triu(self._np(), diagonal), self.dtype)
 
 
-@register("flip(Tensor self, int[] dims) -> Tensor", meta=lambda self, dims: empty_meta(self._shape, self.dtype))
+@register("flip(Tensor self, int[] dims) -> Tensor", meta=lambda self, dims: empty_meta(self._shape, self.dtype),
+          kind="transformation")
 def flip(self, dims):
     """A copy reversed along ``dims``."""
     ds = wrap_dims(dims, len(self._shape))

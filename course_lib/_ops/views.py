@@ -16,7 +16,7 @@ import builtins as _builtins
 
 import numpy as np
 
-from .. import _dtype as D
+from .. import _dtype
 from .._tensor import Tensor
 from .common import contiguous_strides, empty_meta, type_name, wrap, wrap_dim, wrap_dims
 from .registry import register
@@ -120,9 +120,9 @@ def _sizes(size) -> tuple:
           is_view=True)
 def view(self, size):
     """Reinterpret the elements with a new shape, without copying (fails if strides don't allow)."""
-    if isinstance(size, D.dtype):
+    if isinstance(size, _dtype.dtype):
         return view_dtype(self, size)
-    if len(size) == 1 and isinstance(size[0], D.dtype):
+    if len(size) == 1 and isinstance(size[0], _dtype.dtype):
         return view_dtype(self, size[0])
     check_int_sizes(size, "view", "size")
     shape = infer_size(size, self.numel())
@@ -554,7 +554,7 @@ def chunk(self, chunks, dim=0):
 def detach(self):
     """Same storage and version counter, no autograd history (not a view for ``_is_view``)."""
     t = Tensor._make(self._storage, self._offset, self._shape, self._stride, self.dtype, vc=self._vc)
-    t._npc = self._npc
+    t._np_cache = self._np_cache
     return t
 
 
@@ -585,7 +585,8 @@ def _non_overlapping(size, stride) -> bool:
 
 
 @register("_view_scatter(Tensor grad, int[] input_size, int[] size, int[] stride, int offset) -> Tensor",
-          variants=(), meta=lambda grad, input_size, size, stride, offset: empty_meta(tuple(input_size), grad.dtype))
+          variants=(), meta=lambda grad, input_size, size, stride, offset: empty_meta(tuple(input_size), grad.dtype),
+          kind="indexing")
 def _view_scatter(grad, input_size, size, stride, offset):
     """Zeros of ``input_size`` with ``grad`` added where the view (size, stride, offset) of a
     contiguous tensor of that shape has its elements (overlapping elements add up)."""
@@ -607,7 +608,7 @@ def _view_scatter(grad, input_size, size, stride, offset):
 
 
 @register("_view_gather(Tensor self, int[] size, int[] stride, int offset) -> Tensor", variants=(),
-          meta=lambda self, size, stride, offset: empty_meta(tuple(size), self.dtype))
+          meta=lambda self, size, stride, offset: empty_meta(tuple(size), self.dtype), kind="indexing")
 def _view_gather(self, size, stride, offset):
     """A copy of the view (size, stride, offset) of a contiguous copy of ``self``."""
     a = np.ascontiguousarray(self._np()).reshape(-1)

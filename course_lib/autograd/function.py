@@ -150,7 +150,7 @@ class Function(metaclass=FunctionMeta):
 def _alias(t):
     from .._tensor import Tensor
     a = Tensor._make(t._storage, t._offset, t._shape, t._stride, t.dtype, t._base, t._vc)
-    a._npc = t._npc
+    a._np_cache = t._np_cache
     return a
 
 

@@ -74,7 +74,7 @@ class SavedTensor:
         self.unpack_hook = None
         if is_output:
             a = Tensor._make(t._storage, t._offset, t._shape, t._stride, t.dtype, t._base, t._vc)
-            a._npc = t._npc
+            a._np_cache = t._np_cache
             self.tensor = a
         else:
             self.tensor = t
@@ -98,7 +98,7 @@ class SavedTensor:
                 "torch.autograd.set_detect_anomaly(True, check_nan=False).")
         if self.is_output:
             out = Tensor._make(t._storage, t._offset, t._shape, t._stride, t.dtype, t._base, t._vc)
-            out._npc = t._npc
+            out._np_cache = t._np_cache
             out.grad_fn = node
             out._output_nr = self.output_nr
             out._requires_grad = True
@@ -316,26 +316,26 @@ def _stealable(g) -> bool:
     known = 2                                    # the local ``owner``, getrefcount's argument
     known += 2 if data is owner else 1           # st.data and the local ``data``, or data.base
     for t in (g, base):
-        npc = t._npc if t is not None else None
-        if npc is None:
+        cached = t._np_cache if t is not None else None
+        if cached is None:
             continue
-        if npc is owner:
-            known += 1                           # t._npc
-        elif npc is data:                        # (data.base is counted above)
-            if sys.getrefcount(npc) > 5:         # st.data, ``data``, t._npc, ``npc``, getrefcount's argument
+        if cached is owner:
+            known += 1                           # t._np_cache
+        elif cached is data:                     # (data.base is counted above)
+            if sys.getrefcount(cached) > 5:      # st.data, ``data``, t._np_cache, ``cached``, getrefcount's argument
                 return False
-        elif npc.base is not owner or sys.getrefcount(npc) > 3:  # t._npc, ``npc``, getrefcount's argument
+        elif cached.base is not owner or sys.getrefcount(cached) > 3:  # t._np_cache, ``cached``, getrefcount's argument
             return False
         else:
-            known += 1                           # npc.base
-    npc = None
+            known += 1                           # cached.base
+    cached = None
     return sys.getrefcount(owner) <= known
 
 
 def _detached_root_layout(g):
     """A plain (non-view) tensor over ``g``'s storage, which nobody else holds (see ``_stealable``)."""
     t = Tensor._make(g._storage, 0, g._shape, g._stride, g.dtype)
-    t._npc = g._npc
+    t._np_cache = g._np_cache
     return t
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import warnings
 
-from .. import _dtype as D
+from .. import _dtype
 from .._ops.dispatcher import dispatch
 from .._ops.registry import OPS
 from .._tensor import Tensor
@@ -299,7 +299,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """Integer class labels to one-hot int64 vectors."""
     from .. import arange
-    if tensor.dtype is not D.int64:
+    if tensor.dtype is not _dtype.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if num_classes == -1:
         num_classes = int(tensor.max().item()) + 1

@@ -15,7 +15,7 @@ __all__ = ["Parameter", "Buffer"]
 
 def _alias_as(cls, data: Tensor) -> Tensor:
     t = cls._make(data._storage, data._offset, data._shape, data._stride, data.dtype, vc=data._vc)
-    t._npc = data._npc
+    t._np_cache = data._np_cache
     return t
 
 

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from .. import _dtype as D
+from .. import _dtype
 from .._ops.common import wrap
 from .optimizer import Optimizer, _use_grad
 
@@ -62,7 +62,7 @@ class Adam(Optimizer):
                 w = p._np()
                 state = self.state[p]
                 if len(state) == 0:
-                    state["step"] = wrap(np.zeros((), np.float32), D.float32)
+                    state["step"] = wrap(np.zeros((), np.float32), _dtype.float32)
                     state["exp_avg"] = wrap(np.zeros_like(w), p.dtype)
                     state["exp_avg_sq"] = wrap(np.zeros_like(w), p.dtype)
                     if group["amsgrad"]:

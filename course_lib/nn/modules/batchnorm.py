@@ -9,7 +9,7 @@ it in (``_load_from_state_dict``).
 from __future__ import annotations
 
 from ... import _creation as C
-from ... import _dtype as D
+from ... import _dtype
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -40,7 +40,7 @@ class _NormBase(Module):
         if self.track_running_stats:
             self.register_buffer("running_mean", C.zeros(num_features, dtype=dtype))
             self.register_buffer("running_var", C.ones(num_features, dtype=dtype))
-            self.register_buffer("num_batches_tracked", C.tensor(0, dtype=D.int64))
+            self.register_buffer("num_batches_tracked", C.tensor(0, dtype=_dtype.int64))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
@@ -77,7 +77,7 @@ class _NormBase(Module):
             num_batches_tracked_key = prefix + "num_batches_tracked"
             if num_batches_tracked_key not in state_dict:
                 state_dict[num_batches_tracked_key] = (self.num_batches_tracked if self.num_batches_tracked is not None
-                                                       else C.tensor(0, dtype=D.int64))
+                                                       else C.tensor(0, dtype=_dtype.int64))
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                                       error_msgs, plan)
 

@@ -16,7 +16,7 @@ import itertools
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
 
-from ... import _dtype as D
+from ... import _dtype
 from ..._tensor import Tensor
 from ...autograd.graph import RemovableHandle
 from ..parameter import Buffer, Parameter
@@ -434,7 +434,7 @@ class Module:
         dtype = kwargs.get("dtype")
         device = kwargs.get("device")
         for a in args:
-            if isinstance(a, D.dtype):
+            if isinstance(a, _dtype.dtype):
                 dtype = a
             elif isinstance(a, Tensor):
                 dtype = a.dtype
@@ -784,6 +784,6 @@ def _typename(obj) -> str:
 def _plain(t: Tensor) -> Tensor:
     """A Buffer becomes a plain Tensor once registered (as in PyTorch)."""
     r = Tensor._make(t._storage, t._offset, t._shape, t._stride, t.dtype, vc=t._vc)
-    r._npc = t._npc
+    r._np_cache = t._np_cache
     r._requires_grad = t._requires_grad
     return r
