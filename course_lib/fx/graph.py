@@ -80,11 +80,15 @@ class _OpNamespace:
     """
 
     def __getattr__(self, name: str) -> Any:
+        # Called only for names not yet looked up: the op is then kept as an attribute, so generated
+        # code pays a plain attribute read for ``aten.mul`` from the second call on.
         from .. import OPS
         try:
-            return OPS[name]
+            op = OPS[name]
         except KeyError:
             raise AttributeError(f"'aten' has no op '{name}'") from None
+        setattr(self, name, op)
+        return op
 
     def __repr__(self) -> str:
         return "aten"
