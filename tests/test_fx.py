@@ -25,8 +25,13 @@ import course_lib.nn.functional as F
 from course_lib import exp as cl_exp
 from course_lib import fx, nn
 from course_lib.fx.graph import _Namespace, _tabulate_simple
-from course_lib.fx.passes import (ShapeProp, TensorMetadata, common_subexpression_elimination, constant_fold,
-                                  dead_code_elimination)
+from course_lib.fx.passes import (
+    ShapeProp,
+    TensorMetadata,
+    common_subexpression_elimination,
+    constant_fold,
+    dead_code_elimination,
+)
 
 SETTINGS = settings(max_examples=int(os.environ.get("COURSE_HYPOTHESIS_EXAMPLES", 150)), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -159,7 +164,8 @@ def test_graph_str_lists_nodes():
                       "    %x : [num_users=1] = placeholder[target=x]\n"
                       "    %y : [num_users=1] = placeholder[target=y]\n"
                       "    %add : [num_users=1] = call_function[target=operator.add](args = (%x, %y), kwargs = {})\n"
-                      "    %mul : [num_users=1] = call_function[target=operator.mul](args = (%add, %add), kwargs = {})\n"
+                      "    %mul : [num_users=1] = call_function[target=operator.mul]"
+                      "(args = (%add, %add), kwargs = {})\n"
                       "    return mul")
 
 
@@ -605,9 +611,9 @@ def test_transformer_rewrites_a_graph():
 # ---------------------------------------------------------------------------
 def test_dead_code_elimination_keeps_side_effects():
     def f(x):
-        unused = cl.exp(x) * 2
+        unused = cl.exp(x) * 2  # noqa: F841 (a dead value: DCE removes it)
         x.add_(0.0)            # in place: kept although unused
-        r = cl.rand(3)         # random: kept
+        r = cl.rand(3)         # noqa: F841 (random: kept although unused)
         return x + 1
 
     gm = fx.symbolic_trace(f)

@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracle import require_torch
 
 import course_lib as cl
 from course_lib import fx, nn
 from course_lib.fx.graph import _Namespace, _tabulate_simple
-from oracle import require_torch
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def make_mlp(lib):
 
         def forward(self, x):
             h = self.act(self.fc1(x))
-            unused = h * 2
+            unused = h * 2  # noqa: F841 (a dead value: DCE removes it)
             return self.fc2(h) * self.scale + self.shift, h.shape[0]
     return MLP()
 

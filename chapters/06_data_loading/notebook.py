@@ -37,9 +37,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import course_lib as cl
+from course import check
 from course_lib.datasets import transforms as T
 from course_lib.datasets.synthetic import SyntheticImages
-from course import check
 from course_lib.utils import data
 from course_lib.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 

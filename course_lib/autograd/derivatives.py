@@ -395,7 +395,8 @@ def _sum(ctx, g):
     return _unreduce(g, shape, ctx.dim, ctx.keepdim).expand(shape)
 
 
-@derivative("mean", lambda self, dim=None, keepdim=False, dtype=None: "MeanBackward0" if dim is None else "MeanBackward1")
+@derivative("mean",
+            lambda self, dim=None, keepdim=False, dtype=None: "MeanBackward0" if dim is None else "MeanBackward1")
 def _mean(ctx, g):
     shape = _shape(ctx, "self")
     n = 1
@@ -404,7 +405,8 @@ def _mean(ctx, g):
     return _unreduce(g, shape, ctx.dim, ctx.keepdim).expand(shape) / n
 
 
-@derivative("prod", lambda self, dim=None, keepdim=False, dtype=None: "ProdBackward0" if dim is None else "ProdBackward1",
+@derivative("prod",
+            lambda self, dim=None, keepdim=False, dtype=None: "ProdBackward0" if dim is None else "ProdBackward1",
             save={"self": ALL, "result": ALL})
 def _prod(ctx, g):
     x = ctx.self

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .._ops.dispatcher import dispatch
 from .._ops.registry import OPS
-from .derivatives import ALL, derivative, _shape
+from .derivatives import ALL, _shape, derivative
 
 
 @derivative("convolution", "ConvolutionBackward0", save={"input": ALL, "weight": ALL})

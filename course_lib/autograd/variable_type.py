@@ -29,7 +29,7 @@ from .._ops.dispatcher import _mode_stack, backend, grad_state
 from .._ops.registry import default_source
 from .._tensor import Tensor
 from .._tensor_base import TensorBase
-from .graph import AccumulateGrad, Node, SavedTensor, _seq, gradient_edge
+from .graph import Node, SavedTensor, _seq, gradient_edge
 
 
 class Derivative:
@@ -445,6 +445,7 @@ def _slice_of(result, base_meta, size, stride, offset):
         return result.as_strided(size, stride, offset - boff)
     # a non-contiguous base: map storage positions to the base's element numbers
     import numpy as np
+
     from .._ops.views import _geometry_index
     pos = _geometry_index(bshape, bstride, boff).reshape(-1)
     order = np.argsort(pos, kind="stable")

@@ -248,9 +248,9 @@ class Node:
 
         Placeholders and outputs; calls of side-effectful functions (``print``, ``setitem``,
         ``has_side_effect``); random ops; in-place ops (``add_``, ``iadd``, ``inplace=True``); modules
-        marked ``_is_impure``, in-place (``ReLU(inplace=True)``) or random (``Dropout``).  PyTorch's ``Node.is_impure`` does not
-        look at ``call_method`` nodes at all, so FX's DCE can drop an unused ``x.add_(1)``;
-        course_lib keeps it.
+        marked ``_is_impure``, in-place (``ReLU(inplace=True)``) or random (``Dropout``).  PyTorch's
+        ``Node.is_impure`` does not look at ``call_method`` nodes at all, so FX's DCE can drop an unused
+        ``x.add_(1)``; course_lib keeps it.
         """
         if self.op in ("placeholder", "output"):
             return True
