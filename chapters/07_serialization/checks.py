@@ -21,10 +21,9 @@ from pathlib import Path
 import numpy as np
 
 import course_lib as cl
+from course.checks import exercise, probe
 from course_lib import _weights_only_unpickler as W
 from course_lib import serialization as S
-
-from course.checks import exercise, probe
 
 RECORDED: list = []
 
@@ -440,7 +439,8 @@ def _write_run(write_archive, prefix: str, spec) -> dict:
         load = f"fails: {type(e).__name__}"
     return {"zip archive": True, "records": [i.filename for i in infos],
             "compressed": [i.filename for i in infos if i.compress_type != zipfile.ZIP_STORED],
-            "wrong bytes": [i.filename for i in infos if i.filename in right and z.read(i.filename) != right[i.filename]],
+            "wrong bytes": [i.filename for i in infos
+                            if i.filename in right and z.read(i.filename) != right[i.filename]],
             "course_lib.load": load}
 
 
@@ -513,7 +513,8 @@ def _unpickle_run(RestrictedUnpickler, spec, allowed: dict, named: str) -> tuple
         return ("not a subclass of pickle.Unpickler", "payload calls: 0")
     RECORDED.clear()
     try:
-        obj = RestrictedUnpickler(io.BytesIO(_pickled(spec)), {k: _ALLOWED_VALUES[v] for k, v in allowed.items()}).load()
+        allowed_values = {k: _ALLOWED_VALUES[v] for k, v in allowed.items()}
+        obj = RestrictedUnpickler(io.BytesIO(_pickled(spec)), allowed_values).load()
         result: tuple = ("loaded", _plain(obj))
     except NotImplementedError:
         raise
