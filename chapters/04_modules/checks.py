@@ -484,7 +484,12 @@ def _checkpoint(spec, edits: dict):
     for k in edits.get("extra", []):
         sd[k] = cl.ones(1)
     if edits.get("float64"):
+        meta = getattr(sd, "_metadata", None)
         sd = collections.OrderedDict((k, v.double() if v.is_floating_point() else v) for k, v in sd.items())
+        if meta is not None:
+            # without its versions, BatchNorm would take the checkpoint for an old one and fill in
+            # num_batches_tracked (as PyTorch does): not what the exercise is about
+            sd._metadata = meta
     return sd
 
 
@@ -513,8 +518,8 @@ def _library_load(module, state_dict, strict):
 
 
 def _random_edits(rng, spec) -> tuple[dict, str]:
-    keys = list(_sd_model(spec, 0).state_dict())
     shapes = {k: tuple(v.shape) for k, v in _sd_model(spec, 0).state_dict().items()}
+    keys = [k for k in shapes if not k.endswith("num_batches_tracked")]
     pick = rng.permutation(len(keys))
     n_drop, n_shape = int(rng.integers(0, 3)), int(rng.integers(0, 2))
     drop = [keys[i] for i in sorted(pick[:n_drop])]

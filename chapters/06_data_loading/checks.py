@@ -314,8 +314,9 @@ def _next_three(SingleProcessIter) -> list:
 def _single_process_iter(rng):
     specs: list = list(_LOADERS) + [(10, 4, False, int(rng.integers(0, 1000)))]
     for _ in range(3):
-        specs.append((int(rng.integers(0, 15)), int(rng.integers(1, 5)), bool(rng.integers(0, 2)),
-                      int(rng.integers(0, 1000)) if rng.random() < 0.7 else None))
+        n, shuffle = int(rng.integers(0, 15)), rng.random() < 0.7
+        specs.append((n + shuffle, int(rng.integers(1, 5)), bool(rng.integers(0, 2)),
+                      int(rng.integers(0, 1000)) if shuffle else None))  # RandomSampler refuses 0 samples
     out = [probe(_iterated, spec, expected=_library_batches(spec),
                  label=f"list(SingleProcessIter({_loader_text(spec)}))") for spec in specs]
     out.append(probe(_next_three,
