@@ -552,3 +552,20 @@ def test_drawing_inputs_is_one_thread_at_a_time(monkeypatch):
     for t in threads:
         t.join()
     assert not overlaps
+
+
+@pytest.mark.slow
+def test_a_forbidden_reference_call_fails_when_graded(tmp_path):
+    """01.6 answered by calling cl.result_type under another name: the kernel's profiler sees it, the grader
+    fails the case and names the function; every other exercise stays NOT ATTEMPTED."""
+    nb = nbio.read(ROOT / "notebooks" / "01_tensor_and_storage.ipynb")
+    cell = next(c for c in nb.cells if c.get("id") == "ex-01-6-solution")
+    cell.source = ("from course_lib import result_type as promote\n\n"
+                   "def result_type(a, b):\n    return promote(a, b)\n")
+    path = tmp_path / "01_tensor_and_storage.ipynb"
+    nbio.save(nb, path)
+    (res,) = grade_many([path], SOLUTIONS, 30, 1)
+    ex = {e.exercise: e for e in res.exercises}
+    assert ex["01.6"].status == FAIL and ex["01.6"].points == 0
+    assert "your code calls cl.result_type, which this exercise asks you not to use" in ex["01.6"].message
+    assert {e.status for k, e in ex.items() if k != "01.6"} == {NOT_ATTEMPTED}
