@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import math
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -806,10 +807,9 @@ def _python_lines(conv2d_im2col, seed: int) -> dict:
     """Probe: the lines of Python conv2d_im2col runs on a (1, 1, 130, 130) image (sys.settrace counts them).
 
     Counting is exact and does not depend on the machine's speed, unlike a time budget. Also says
-    whether the counter was still installed at the end.
+    whether the counter was still installed at the end (the exercise forbids sys.settrace and
+    sys.setprofile, so switching it off and on again is reported too).
     """
-    import sys
-
     r = np.random.default_rng(seed)
     x, w, b = r.standard_normal((1, 1, 130, 130)), r.standard_normal((2, 1, 3, 3)), r.standard_normal(2)
     lines = 0
@@ -842,7 +842,9 @@ def _few_lines(got, expected) -> bool | str:
           hint="pad H and W with np.pad; take the windows with sliding_window_view(xp, (kh, kw), axis=(2, 3)) and "
                "keep every stride-th row and column; reshape them to (N, Ho, Wo, C*kh*kw) so the last axis matches "
                "weight.reshape(O, C*kh*kw); multiply, add the bias, and move the channels to axis 1. No Python "
-               "loop over pixels: one matrix product does them all.")
+               "loop over pixels: one matrix product does them all.",
+          # switching the line counter off (and back on) would hide a loop from it
+          forbid={"sys.settrace": sys.settrace, "sys.setprofile": sys.setprofile})
 def _conv2d_im2col(rng):
     cases = [
         # (N, C, H, W), (O, C, kh, kw), bias, stride, padding, dtype

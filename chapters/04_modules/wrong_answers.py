@@ -399,6 +399,17 @@ def conv2d_im2col_row_loop(x, weight, bias=None, stride=1, padding=0):
     return out
 
 
+def conv2d_im2col_hides_its_loop(x, weight, bias=None, stride=1, padding=0):
+    # the pixel loop, with the line counter switched off while it runs and put back afterwards
+    import sys
+    tracer = sys.gettrace()
+    sys.settrace(None)
+    try:
+        return conv2d_im2col_pixel_loop(x, weight, bias, stride, padding)
+    finally:
+        sys.settrace(tracer)
+
+
 # ------------------------------------------------------------------ 04.7 make_layer
 def _make_layer(block, inplanes, planes, blocks, stride=1, *, stride_only=False, stride_everywhere=False,
                 forget_expansion=False, no_bn=False):
@@ -498,7 +509,7 @@ WRONG = {
              _my_linear_class(add_bias=False)],
     "04.6": [conv2d_im2col_flipped_kernel, conv2d_im2col_pads_one_side, conv2d_im2col_no_bias,
              conv2d_im2col_kernel_major_columns, conv2d_im2col_float64, conv2d_im2col_pixel_loop,
-             conv2d_im2col_row_loop],
+             conv2d_im2col_row_loop, conv2d_im2col_hides_its_loop],
     "04.7": [make_layer_downsample_only_for_stride, make_layer_stride_in_every_block, make_layer_downsample_without_bn,
              make_layer_forgets_expansion],
     "04.8": [sgd_step_dampens_first_step, sgd_step_decay_after_momentum, sgd_step_ignores_nesterov,
