@@ -4,7 +4,8 @@ Expected values come from course_lib's library run on the same inputs in the gra
 itself (04.1, 04.2's ``named_parameters``, 04.3's ``load_state_dict``), a global forward hook
 (04.4), ``nn.Linear`` and ``F.linear`` (04.5), ``F.conv2d`` (04.6), ``ResNet._make_layer`` (04.7)
 and ``optim.SGD`` (04.8). Models cannot travel to the kernel, so a probe builds them there from
-a name or a seed (``_random_net``, ``_random_mlp``) and the grader builds the same ones. Probes
+a name or a seed (``_random_net``, ``_random_mlp``) and the grader builds the same ones; a failure
+names the seed, and ``course.checks.chapter_checks("04")._random_net(seed)`` rebuilds that model. Probes
 (the functions taking the learner's object first) return plain data: names, shapes, numbers,
 and observations such as the hooks left on a model, the grad mode while it ran, or the lines of
 Python a convolution ran.
@@ -408,7 +409,7 @@ def _model(spec) -> nn.Module:
 
 
 def _model_label(spec) -> str:
-    return f"<random tree of modules #{spec}>" if isinstance(spec, int) else _MODELS[spec][0]
+    return f"_random_net({spec})" if isinstance(spec, int) else _MODELS[spec][0]
 
 
 def _named_params_probe(named_parameters, spec, prefix: str):
@@ -527,7 +528,7 @@ def _random_edits(rng, spec) -> tuple[dict, str]:
     reshape = [(keys[i], [shapes[keys[i]][0] + 1] if shapes[keys[i]] else [2]) for i in pick[n_drop:n_drop + n_shape]]
     extra = [f"extra{k}.weight" for k in range(int(rng.integers(0, 3)))]
     edits = {"drop": drop, "reshape": reshape, "extra": extra, "float64": bool(rng.integers(0, 2))}
-    parts = [f"{len(drop)} keys missing", f"{len(extra)} unexpected", f"{len(reshape)} of another shape"]
+    parts = [f"keys missing: {len(drop)}", f"unexpected: {len(extra)}", f"of another shape: {len(reshape)}"]
     return edits, ", ".join(parts) + (", float64 values" if edits["float64"] else "")
 
 
@@ -684,7 +685,7 @@ def _record_activations(rng):
     out = []
     for spec, types in cases:
         seed = _seed(rng)
-        label = (f"<random MLP #{spec}>" if isinstance(spec, int) else _HOOK_MODELS[spec][0])
+        label = (f"_random_mlp({spec})[0]" if isinstance(spec, int) else _HOOK_MODELS[spec][0])
         out.append(probe(_activations_probe, spec, types, seed,
                          expected=_activations_probe(reference_record_activations, spec, types, seed),
                          compare=_close(1e-5, 1e-6),

@@ -4,7 +4,8 @@ Expected values come from ``course_lib.utils.data``, run in the grader: ``BatchS
 ``default_collate`` and ``DataLoader(num_workers=0)``; for the worker loop and the in-order
 reassembly, from how the inputs were built (which tasks come before the stop, which index fails;
 when each batch becomes yieldable). Datasets, samplers and loaders cannot travel to the kernel, so
-the probes build them there from plain descriptions and return batches as text (``show``): same
+the probes build them there from plain descriptions (a random batch from a seed: a failure names it,
+and ``course.checks.chapter_checks("06")._random_batch(seed)`` rebuilds it) and return batches as text (``show``): same
 container types, tensor dtypes, shapes and values give the same text. The worker loop runs in the
 kernel's own process with in-memory queues, so a loop that never stops is reported, not waited for.
 """
@@ -210,7 +211,7 @@ def _collate(rng):
     out = []
     for spec in list(_fixed_batches()) + [int(rng.integers(0, 2**31 - 1)) for _ in range(5)]:
         label = f"collate({spec})" if isinstance(spec, str) else \
-            f"collate({show(_batch(spec))[:200]})"
+            f"collate(_random_batch({spec}) = {show(_batch(spec))[:200]})"
         try:
             expected = parts(D.default_collate(_batch(spec)))
         except TypeError:

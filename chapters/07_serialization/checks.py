@@ -134,7 +134,7 @@ def _checkpoint(spec):
 
 
 def _checkpoint_text(spec) -> str:
-    return f"<random checkpoint #{spec}>" if isinstance(spec, int) else spec
+    return f"_random_checkpoint({spec})" if isinstance(spec, int) else spec
 
 
 # ------------------------------------------------------------------ 07.1 make_payload
@@ -618,7 +618,7 @@ def _my_load(rng):
                   _saved_to_path(_sample_objects()["views of one storage"], "views.pt")))
     seed = int(rng.integers(0, 2**31 - 1))
     stem = "".join(str(c) for c in rng.choice(list("abcdefgh_0123"), size=int(rng.integers(1, 8))))
-    files.append((f"open('{stem}.pt', 'rb')), course_lib.save of <random checkpoint #{seed}> to that path "
+    files.append((f"open('{stem}.pt', 'rb')), course_lib.save of _random_checkpoint({seed}) to that path "
                   f"(folder '{stem}/')", _saved_to_path(_random_checkpoint(seed), f"{stem}.pt")))
     files.append(("open('from_torch.pt', 'rb')), written by torch.save (torch 2.13.0)", _TORCH_BYTES))
     out = [probe(_my_load_run, raw, expected=_describe(cl.load(io.BytesIO(raw))), label=f"my_load({label})")
