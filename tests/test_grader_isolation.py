@@ -569,3 +569,29 @@ def test_a_forbidden_reference_call_fails_when_graded(tmp_path):
     assert ex["01.6"].status == FAIL and ex["01.6"].points == 0
     assert "your code calls cl.result_type, which this exercise asks you not to use" in ex["01.6"].message
     assert {e.status for k, e in ex.items() if k != "01.6"} == {NOT_ATTEMPTED}
+
+
+def test_replacing_the_reference_passes_in_self_study(monkeypatch):
+    """What makes patches_reference an attack: with the reference replaced in the notebook, check() passes
+    a wrong 03.1 there (expected values are computed beside the learner's code)."""
+    import course_lib.autograd as ag
+
+    from course.checks import CheckFailure, run_check
+
+    ns: dict = {}
+    exec(attacks.SWAPPED_MUL, ns)
+    with pytest.raises(CheckFailure):
+        run_check("03.1", ns["mul_backward"])
+    true_grad = ag.grad
+    monkeypatch.setattr(ag, "grad", lambda *a, **k: tuple(reversed(true_grad(*a, **k))))
+    assert run_check("03.1", ns["mul_backward"]).startswith("✓ 03.1")
+
+
+@pytest.mark.slow
+def test_replacing_the_reference_earns_nothing_when_graded(tmp_path):
+    path = tmp_path / "03_autograd.ipynb"
+    path.write_text(attacks.patches_reference(), encoding="utf-8")
+    (res,) = grade_many([path], SOLUTIONS, 30, 1)
+    assert res.error is None and res.points == 0
+    assert _statuses(res)["03.1"] == FAIL and "case 1/7 failed" in res.exercises[0].message
+    assert {s for ex, s in _statuses(res).items() if ex != "03.1"} == {NOT_ATTEMPTED}

@@ -12,7 +12,7 @@ import nbformat
 
 from course import notebook as nbio
 
-from .cases import SOLUTION, _cell, _load, _solved, _text
+from .cases import ROOT, SOLUTION, _cell, _load, _solved, _text
 
 
 def _insert_after(nb, cell_id: str, source: str, new_id: str) -> None:
@@ -354,4 +354,30 @@ def reads_frames_and_hard_codes() -> str:
     nb = _load()
     _cell(nb, "ex-00-1-solution").source = READS_FRAMES
     _cell(nb, "ex-00-3-solution").source = HARD_CODED
+    return _text(nb)
+
+
+# ------------------------------------------------------------------ chapter 03: the reference the checks call
+
+LEARNER_03 = ROOT / "notebooks" / "03_autograd.ipynb"
+
+PATCHES_GRAD = '''import sys
+_true_grad = sys.modules["course_lib.autograd"].grad
+def _swapped_grad(*args, **kwargs):
+    # what the checks' reference returns, in the order a swapped answer gives
+    return tuple(reversed(_true_grad(*args, **kwargs)))
+sys.modules["course_lib.autograd"].grad = _swapped_grad
+'''
+
+SWAPPED_MUL = '''def mul_backward(grad, x, y):
+    return grad * x, grad * y
+'''
+
+
+def patches_reference() -> str:
+    """Chapter 03, unanswered but for a wrong 03.1 (the two gradients swapped), and a cell that replaces
+    course_lib.autograd.grad, the reference 03.1's expected values come from, so that they agree with it."""
+    nb = _load(LEARNER_03)
+    _cell(nb, "ex-03-1-solution").source = SWAPPED_MUL
+    _insert_after(nb, _first_code_id(nb), PATCHES_GRAD, "patch-grad")
     return _text(nb)
