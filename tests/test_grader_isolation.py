@@ -575,7 +575,6 @@ def test_replacing_the_reference_passes_in_self_study(monkeypatch):
     """What makes patches_reference an attack: with the reference replaced in the notebook, check() passes
     a wrong 03.1 there (expected values are computed beside the learner's code)."""
     import course_lib.autograd as ag
-
     from course.checks import CheckFailure, run_check
 
     ns: dict = {}
