@@ -442,3 +442,19 @@ def test_probes_stop_at_the_time_budget_and_never_pass():
     assert statuses == ["ok"] * k + ["raised"] + ["skipped"] * (len(trials) - k - 1)
     with pytest.raises(CheckFailure, match=rf"case {k + 1}/{len(trials)} failed[\s\S]*time budget of 1 s"):
         judge(ex, trials, text)
+
+
+def test_the_payload_carries_the_time_budget():
+    """The grader keeps the probes' budget inside the cell's time limit (course grade --timeout)."""
+    import json
+
+    from course.checks import run_probes, trials_payload
+    from course.grader import Limits, _probe_budget
+
+    ex = get_exercise("00.1")
+    assert json.loads(trials_payload(ex, ex.trials(1)))["budget"] == ex.time_budget
+    assert _probe_budget(Limits(cell_timeout=30)) == 24 and _probe_budget(Limits(cell_timeout=4)) == 1
+    payload = trials_payload(ex, ex.trials(1), budget=0.5)
+    statuses = [r["status"] for r in json.loads(run_probes("00.1", lambda n: __import__("time").sleep(1),
+                                                           payload))["results"]]
+    assert statuses[0] == "raised" and set(statuses[1:]) == {"skipped"}

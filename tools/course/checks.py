@@ -442,11 +442,12 @@ def _probe_ref(fn: Callable | None) -> str | None:
     return f"{fn.__module__}:{fn.__qualname__}"
 
 
-def trials_payload(ex: Exercise, trials: list[Trial]) -> str:
-    """What a grading check cell sends the kernel: each trial's probe (by name) and arguments."""
+def trials_payload(ex: Exercise, trials: list[Trial], budget: float | None = None) -> str:
+    """What a grading check cell sends the kernel: each trial's probe (by name) and arguments, and the
+    seconds the probes may take (default: the exercise's ``time_budget``)."""
     import json
 
-    return json.dumps({"v": _WIRE_VERSION, "exercise": ex.id,
+    return json.dumps({"v": _WIRE_VERSION, "exercise": ex.id, "budget": ex.time_budget if budget is None else budget,
                        "trials": [[_probe_ref(t.probe), _wire.encode(t.args), _wire.encode(t.kwargs)]
                                   for t in trials]}, separators=(",", ":"))
 
@@ -566,14 +567,16 @@ def _alarm(seconds: float):
         signal.signal(signal.SIGALRM, old)
 
 
-def _request(exercise_id: str, payload: str) -> list:
+def _request(exercise_id: str, payload: str) -> tuple[list, float | None]:
+    """The trials' specs and the time budget a check cell's payload carries."""
     import json
 
     request = json.loads(payload)
     if not isinstance(request, dict) or request.get("exercise") != exercise_id \
             or not isinstance(request.get("trials"), list):
         raise ProbeError("the check cell's inputs are not for this exercise")
-    return request["trials"]
+    budget = request.get("budget")
+    return request["trials"], float(budget) if isinstance(budget, (int, float)) and budget > 0 else None
 
 
 def _probe_results(ex: Exercise, obj: Any, specs: list, budget: float | None):
@@ -617,13 +620,14 @@ def _probe_results(ex: Exercise, obj: Any, specs: list, budget: float | None):
 def run_probes(exercise_id: str, obj: Any, payload: str, budget: float | None = None) -> str:
     """All the trials' probes on the learner's `obj` (see :func:`_probe_results`); their results as JSON text.
 
-    `budget` defaults to the exercise's ``time_budget``.
+    `budget` defaults to the payload's, else the exercise's ``time_budget``.
     """
     import json
 
     ex = get_exercise(exercise_id)
-    specs = _request(exercise_id, payload)
-    results = list(_probe_results(ex, obj, specs, ex.time_budget if budget is None else budget))
+    specs, sent = _request(exercise_id, payload)
+    budget = budget if budget is not None else sent if sent is not None else ex.time_budget
+    results = list(_probe_results(ex, obj, specs, budget))
     return json.dumps({"v": _WIRE_VERSION, "exercise": exercise_id, "results": results}, separators=(",", ":"))
 
 
@@ -831,7 +835,7 @@ def run_check(exercise_id: str, obj: Any, seed: int | None = None) -> str:
     if ex.legacy:
         return _run_legacy(ex, obj)
     trials = ex.trials(SELF_STUDY_SEED if seed is None else seed)
-    specs = _request(exercise_id, trials_payload(ex, trials))
+    specs, _ = _request(exercise_id, trials_payload(ex, trials))
     # judged as each comes back, so a wrong answer stops at its first failing case
     for i, (t, r) in enumerate(zip(trials, _probe_results(ex, obj, specs, None)), 1):
         _judge_one(ex, t, _decode_result(json.loads(json.dumps(r))), i, len(trials))

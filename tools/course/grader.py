@@ -864,7 +864,8 @@ def _grade(path: Path, data: bytes | None, snap: CourseSnapshot, limits: Limits,
     if not nbio.check_cells(ref):
         raise CourseError(f"{snap.solutions_dir / ref_name}: the solutions notebook has no check cells")
 
-    judged = _draw_trials(ref, snap.judged.get(chapter, {}) if chapter else {}, secrets.randbits(64))
+    judged = _draw_trials(ref, snap.judged.get(chapter, {}) if chapter else {}, secrets.randbits(64),
+                          _probe_budget(limits))
     probes = {ex: j.payload for ex, j in judged.items()}
     before = watch.state()
     deadline = time.monotonic() + limits.notebook_timeout
@@ -917,7 +918,13 @@ def _grade(path: Path, data: bytes | None, snap: CourseSnapshot, limits: Limits,
                                    "grader (a forgery attempt?); they were ignored")
 
 
-def _draw_trials(ref, exercises: dict[str, chk.Exercise], seed: int) -> dict[str, _Judged]:
+def _probe_budget(limits: Limits) -> float:
+    """Seconds a check's probes may take: well inside the cell's time limit, so a slow case fails as that case."""
+    return max(1.0, min(0.8 * limits.cell_timeout, limits.cell_timeout - 5.0))
+
+
+def _draw_trials(ref, exercises: dict[str, chk.Exercise], seed: int,
+                 budget: float | None = None) -> dict[str, _Judged]:
     """The trials of each exercise of `ref` that the grader judges, drawn with this grading's secret `seed`."""
     out = {}
     for rc in nbio.check_cells(ref):
@@ -926,7 +933,8 @@ def _draw_trials(ref, exercises: dict[str, chk.Exercise], seed: int) -> dict[str
             continue
         with _CHECKS_LOCK:
             trials = ex.trials(seed)
-            out[ex.id] = _Judged(ex, trials, chk.trials_payload(ex, trials))
+            seconds = ex.time_budget if budget is None else min(ex.time_budget, budget)
+            out[ex.id] = _Judged(ex, trials, chk.trials_payload(ex, trials, seconds))
     return out
 
 
