@@ -189,25 +189,26 @@ def scalar_dtype(value) -> dtype:
 # ---------------------------------------------------------------------------
 # C++ type names, as PyTorch's error messages spell them
 # ---------------------------------------------------------------------------
-# dtype name -> (checked, demangled, source):
+# dtype name -> (checked, demangled):
 #   checked    c10::checked_convert's template argument: "value cannot be converted to type int64_t without overflow"
 #   demangled  the compiler's name of the type (typeid): "Could not set tensor of type long int to a tensor of type
-#              float", matmul's "expected m1 and m2 to have the same dtype, but got: long int != float"
-#   source     the name as the kernel's source writes it: random_'s "from is out of bounds for long"
+#              float", matmul's "expected m1 and m2 to have the same dtype, but got: long int != float",
+#              random_'s "to - 1 is out of bounds for short int"
+# (Messages that name the ScalarType instead, "Float" or "Long", use ``dtype._tensor_name``.)
 _C_TYPE_NAMES = {
-    "float32": ("float", "float", "float"),
-    "float64": ("double", "double", "double"),
-    "float16": ("c10::Half", "c10::Half", "c10::Half"),
-    "int64": ("int64_t", "long int", "long"),
-    "int32": ("int", "int", "int"),
-    "int16": ("int16_t", "short int", "short"),
-    "int8": ("int8_t", "signed char", "signed char"),
-    "uint8": ("uint8_t", "unsigned char", "unsigned char"),
-    "bool": ("bool", "bool", "bool"),
+    "float32": ("float", "float"),
+    "float64": ("double", "double"),
+    "float16": ("c10::Half", "c10::Half"),
+    "int64": ("int64_t", "long int"),
+    "int32": ("int", "int"),
+    "int16": ("int16_t", "short int"),
+    "int8": ("int8_t", "signed char"),
+    "uint8": ("uint8_t", "unsigned char"),
+    "bool": ("bool", "bool"),
 }
-_SPELLINGS = {"checked": 0, "demangled": 1, "source": 2}
+_SPELLINGS = {"checked": 0, "demangled": 1}
 
 
-def c_type_name(dt: dtype, spelling: Literal["checked", "demangled", "source"]) -> str:
+def c_type_name(dt: dtype, spelling: Literal["checked", "demangled"]) -> str:
     """The C++ name of ``dt``'s element type, spelled as the PyTorch message being reproduced spells it."""
     return _C_TYPE_NAMES[dt.name][_SPELLINGS[spelling]]

@@ -248,8 +248,12 @@ def _check_from_to(frm: int, to: int, dtype: _dtype.dtype) -> None:
     """``random_from_to``'s checks (``aten/src/ATen/native/DistributionTemplates.h``)."""
     if frm >= to:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={frm} >= to={to}")
-    name = _dtype.c_type_name(dtype, "source")
+    name = _dtype.c_type_name(dtype, "demangled")
     if dtype.is_floating_point:
+        fmax = builtins.float(np.finfo(dtype.np).max)  # only float16's is inside int64's range
+        for what, v in (("from", frm), ("to - 1", to - 1)):
+            if v < -fmax or v > fmax:
+                raise RuntimeError(f"{what} is out of bounds for {name}")
         d = _DIGITS[dtype.name]
         lim = 2 ** d
         for what, v in (("from", frm), ("to - 1", to - 1)):
@@ -270,7 +274,7 @@ def _check_from_to(frm: int, to: int, dtype: _dtype.dtype) -> None:
 def _randint_array(rng, low: int, high: int, shape, dtype: _dtype.dtype) -> np.ndarray:
     """Integers in [low, high) as ``dtype`` (drawn in int64; the range fits by the checks)."""
     if high - 1 > 2 ** 63 - 1 or low < -(2 ** 63):
-        raise RuntimeError(f"to - 1 is out of bounds for {_dtype.c_type_name(dtype, 'source')}")
+        raise RuntimeError(f"to - 1 is out of bounds for {_dtype.c_type_name(dtype, 'demangled')}")
     return rng.integers(low, high, size=shape, dtype=np.int64).astype(dtype.np)
 
 
@@ -556,10 +560,10 @@ def _uniform_(self, from_: float = 0.0, to: float = 1.0, *, generator: Generator
     fmax = builtins.float(np.finfo(self.dtype.np).max)
     for name, v in (("from", from_), ("to", to)):
         if not (-fmax <= v <= fmax):
-            raise RuntimeError(f"{name} is out of bounds for {_dtype.c_type_name(self.dtype, 'source')}")
+            raise RuntimeError(f"{name} is out of bounds for {_dtype.c_type_name(self.dtype, 'demangled')}")
     if to - from_ > fmax:
         raise RuntimeError("uniform_ expects to-from <= "
-                           f"std::numeric_limits<{_dtype.c_type_name(self.dtype, 'source')}>::max(), but found "
+                           f"std::numeric_limits<{self.dtype._tensor_name}>::max(), but found "
                            f"to={_fmt_scalar(to)} and from={_fmt_scalar(from_)} which "
                            f"result in to-from to exceed the limit")
     if not _check_inplace(self):
