@@ -940,7 +940,8 @@ def _make_layer(rng):
 
 
 def _sgd_trajectory(sgd_step, settings: dict, seed: int, set_to_none: bool = True, steps: int = 4) -> tuple:
-    """Probe: parameter values (a, b, and one that gets no gradient) after each step, and the momentum buffers.
+    """Probe: parameter values (a, b, and one that gets no gradient) after each step, the momentum buffers,
+    and whether a buffer is the gradient tensor itself after the first step.
 
     Between steps the gradients are reset as ``optimizer.zero_grad(set_to_none=...)`` does: set to None, or
     zeroed in place, so that the next backward() accumulates into the same tensor (a momentum buffer that
@@ -954,7 +955,8 @@ def _sgd_trajectory(sgd_step, settings: dict, seed: int, set_to_none: bool = Tru
     params = [a, b, frozen]
     state: dict = {}
     trace = []
-    for _ in range(steps):
+    aliases: list = []
+    for step in range(steps):
         for p in params:
             if set_to_none:
                 p.grad = None
@@ -964,12 +966,23 @@ def _sgd_trajectory(sgd_step, settings: dict, seed: int, set_to_none: bool = Tru
         loss = ((x @ a + b).tanh() ** 2).sum() + (a * a).sum() * 0.1
         loss.backward()
         sgd_step(params, state, **settings)
+        if step == 0:
+            aliases = [_aliases_grad(state, p) for p in params]
         trace.append([_rounded(p) for p in params])
     bufs = []
     for p in params:
         buf = state.get(p, {}).get("momentum_buffer") if isinstance(state, dict) else None
         bufs.append(None if buf is None else _rounded(buf))
-    return {**{f"after step {k + 1}": v for k, v in enumerate(trace)}, "buffers": bufs}
+    return {"momentum buffer is p.grad's memory, after step 1": aliases,
+            **{f"after step {k + 1}": v for k, v in enumerate(trace)}, "buffers": bufs}
+
+
+def _aliases_grad(state, p) -> bool | None:
+    """Whether p's momentum buffer is p.grad or shares its memory (None: no buffer or no grad)."""
+    buf = state.get(p, {}).get("momentum_buffer") if isinstance(state, dict) else None
+    if buf is None or p.grad is None:
+        return None
+    return buf is p.grad or buf._storage is p.grad._storage
 
 
 def _rounded(t) -> list:
