@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import course_lib as cl
-from course.checks import CheckFailure, _first_difference, case, exercise, run_check
+from course.checks import CheckFailure, _first_difference, call, exercise, run_check
 
 
 def test_long_strings_name_the_first_differing_character():
@@ -34,10 +34,14 @@ def test_nested_containers():
     assert _first_difference([1, 2], [1, 2]) is None
 
 
-def test_the_message_carries_the_difference_line():
+def test_the_message_carries_the_difference_line(monkeypatch):
+    from course import checks
+
+    monkeypatch.setattr(checks, "_REGISTRY", dict(checks._REGISTRY))
+
     @exercise("96.1", title="ramp", points=1, hint="Count from zero.")
-    def _ramp(fn):
-        return [case(fn, 200, expected=list(range(200)))]
+    def _ramp(rng):
+        return [call(200, expected=list(range(200)))]
 
     with pytest.raises(CheckFailure) as info:
         run_check("96.1", lambda n: [k if k != 150 else 0 for k in range(n)])
@@ -46,10 +50,14 @@ def test_the_message_carries_the_difference_line():
     assert lines[5] == "  hint:     Count from zero."
 
 
-def test_values_shown_whole_get_no_difference_line():
+def test_values_shown_whole_get_no_difference_line(monkeypatch):
+    from course import checks
+
+    monkeypatch.setattr(checks, "_REGISTRY", dict(checks._REGISTRY))
+
     @exercise("96.2", title="word", points=1, hint="Say it.")
-    def _word(fn):
-        return [case(fn, expected="Fizz")]
+    def _word(rng):
+        return [call(expected="Fizz")]
 
     with pytest.raises(CheckFailure) as info:
         run_check("96.2", lambda: "3")
@@ -59,7 +67,6 @@ def test_values_shown_whole_get_no_difference_line():
 def test_judged_checks_show_the_difference_and_why(monkeypatch):
     """The same messages from the judge (inputs, probe and judge split), plus a compare that says what is wrong."""
     from course import checks
-    from course.checks import call
 
     monkeypatch.setattr(checks, "_REGISTRY", dict(checks._REGISTRY))
 

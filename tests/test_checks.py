@@ -13,14 +13,15 @@ import pytest
 
 from course import notebook as nbio
 from course.checks import (
-    Case,
     CheckFailure,
     NotAttempted,
-    case,
+    Trial,
+    call,
     chapter_checks,
     check,
     exercise,
     get_exercise,
+    probe,
     registry,
     run_check,
     strict_equal,
@@ -202,8 +203,8 @@ def test_registration_and_case_count(monkeypatch):
     monkeypatch.setattr(checks, "_REGISTRY", dict(checks._REGISTRY))
 
     @exercise("98.1", title="double", points=1, hint="multiply by two")
-    def _double(fn):
-        return [case(fn, x, expected=2 * x) for x in range(4)]
+    def _double(rng):
+        return [call(x, expected=2 * x) for x in range(4)]
 
     assert run_check("98.1", lambda x: x + x) == "✓ 98.1 double: 4/4 cases"
     with pytest.raises(CheckFailure, match=r"case 1/4 failed"):
@@ -212,17 +213,38 @@ def test_registration_and_case_count(monkeypatch):
         exercise("98.1", title="again", points=1, hint="")(_double)
 
 
-def test_case_label_and_argument_copy():
-    seen = []
+def _appends_one(fn, xs):
+    """A probe that lets the learner's function mutate its argument, then shows the argument."""
+    n = fn(xs)
+    return n, xs
+
+
+def test_trial_label_and_fresh_arguments(monkeypatch):
+    from course import checks
+
+    monkeypatch.setattr(checks, "_REGISTRY", dict(checks._REGISTRY))
+
+    @exercise("98.2", title="count", points=1, hint="")
+    def _count(rng):
+        return [call([0], expected=2), probe(_appends_one, [0], expected=(2, [0, 1]))] * 2
+
+    t = get_exercise("98.2").trials(0)[0]
+    assert isinstance(t, Trial) and t.label == "count([0])"
 
     def f(xs):
         xs.append(1)
-        seen.append(list(xs))
         return len(xs)
 
-    c = case(f, [0], expected=2)
-    assert isinstance(c, Case) and c.label == "f([0])"
-    assert c.run() == 2 and c.run() == 2  # the learner cannot mutate the case's input
+    # each trial decodes its own copy of [0]: the learner cannot mutate the next case's input
+    assert run_check("98.2", f) == "✓ 98.2 count: 4/4 cases"
+
+
+def test_an_inputs_function_must_take_rng(monkeypatch):
+    from course import checks
+
+    monkeypatch.setattr(checks, "_REGISTRY", dict(checks._REGISTRY))
+    with pytest.raises(TypeError, match="must take `rng`"):
+        exercise("98.3", title="old", points=1, hint="")(lambda fn: [])
 
 
 @pytest.mark.parametrize("got, expected, ok", [
@@ -234,11 +256,11 @@ def test_strict_equal(got, expected, ok):
 
 
 CHECKS_97 = """
-from course.checks import case, exercise
+from course.checks import call, exercise
 
 @exercise("97.1", title="double", points=1, hint="multiply by two")
-def _double(fn):
-    return [case(fn, x, expected=2 * x) for x in range(3)]
+def _double(rng):
+    return [call(x, expected=2 * x) for x in range(3)]
 """
 
 
@@ -281,12 +303,11 @@ def test_check_runtime_import_is_light():
 
 
 def _solution_objects():
-    """(exercise, the solution's object) for every exercise judged outside the kernel."""
+    """(exercise, solutions notebook, name of the solution's object) for every exercise."""
     out = []
     for param in EXERCISES:
         ex, path, _sources, obj_name, _expected = param.values
-        if not get_exercise(ex).legacy:
-            out.append(pytest.param(ex, path, obj_name, id=ex))
+        out.append(pytest.param(ex, path, obj_name, id=ex))
     return out
 
 

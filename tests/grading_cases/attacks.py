@@ -101,9 +101,9 @@ def custom_exception_handler() -> str:
 def writes_course(checks: str, key: str) -> str:
     """Unanswered, and a cell that rewrites the course's checks (to pass anything) and answer key."""
     nb = _load()
-    fake_checks = '''from course.checks import Case, exercise
-for _ex, _title, _n in (("00.1", "fizzbuzz", 15), ("00.2", "flatten", 9), ("00.3", "flat_index", 10)):
-    exercise(_ex, title=_title, points=1, hint="")(lambda obj, n=_n: [Case("x", lambda: 1, 1)] * n)
+    fake_checks = '''from course.checks import call, exercise
+for _ex, _title, _n in (("00.1", "fizzbuzz", 20), ("00.2", "flatten", 19), ("00.3", "flat_index", 17)):
+    exercise(_ex, title=_title, points=1, hint="")(lambda rng, n=_n: [call(compare=lambda got, exp: True)] * n)
 '''
     source = f'''open({checks!r}, "w").write({fake_checks!r})
 import json
@@ -252,8 +252,7 @@ _c.run_check = lambda ex, obj, seed=None: _line[ex]
 _c.strict_equal = lambda got, expected: True          # the comparison helper
 _c.judge = lambda ex, trials, text: _line[ex.id]      # the judge
 for _ex in _c.registry("00").values():                 # the registry: cases that pass anything
-    _ex.cases = lambda obj: [_c.Case("x", lambda: 1, 1)]
-    _ex.legacy = True
+    _ex.cases = lambda rng: [_c.call(compare=lambda got, expected: True)]
 import numpy
 numpy.ravel_multi_index = lambda idx, shape: 0         # a reference the checks use
 '''

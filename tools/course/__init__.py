@@ -10,6 +10,6 @@
 
 Importing this package is light (no Jupyter, no nbformat): every notebook does it.
 """
-from .checks import Case, CheckFailure, NotAttempted, case, check, exercise
+from .checks import CheckFailure, NotAttempted, Trial, call, check, exercise, probe
 
-__all__ = ["check", "case", "Case", "exercise", "CheckFailure", "NotAttempted"]
+__all__ = ["check", "call", "probe", "Trial", "exercise", "CheckFailure", "NotAttempted"]

@@ -32,9 +32,6 @@ one framed line; the grader reads it with :func:`course._wire.loads` and judges.
 
 An exercise may name functions the learner's code must not call (``forbid=``): the probe
 watches calls made from outside course_lib while the learner's code runs and reports them.
-
-Chapters not converted yet register a builder of the LEARNER's object (its parameter is not
-``rng``) that returns :class:`Case` s whose ``run`` calls it; those still run whole in the kernel.
 """
 from __future__ import annotations
 
@@ -54,7 +51,7 @@ from ._wire import Opaque, Raised
 from .paths import chapter_dirs, find_chapters_dir, load_chapter_module
 
 __all__ = [
-    "check", "exercise", "call", "probe", "Trial", "case", "Case", "Exercise", "CheckFailure", "NotAttempted",
+    "check", "exercise", "call", "probe", "Trial", "Exercise", "CheckFailure", "NotAttempted",
     "ProbeError", "get_exercise", "registry", "run_check", "chapter_checks", "strict_equal", "judge",
     "trials_payload", "run_probes", "load_checks_source", "SELF_STUDY_SEED",
 ]
@@ -143,44 +140,13 @@ def _call_label(name: str, args: tuple, kwargs: dict) -> str:
 
 
 @dataclass
-class Case:
-    """One call to check: `label` reads like the call (``fizzbuzz(15)``)."""
-
-    label: str
-    run: Callable[[], Any]
-    expected: Any = None
-    compare: Callable[[Any, Any], bool] | None = None
-    #: the exception type the call must raise (then `expected` is unused)
-    raises: type[BaseException] | None = None
-
-
-def case(fn: Callable, *args: Any, expected: Any = None, name: str | None = None,
-         compare: Callable[[Any, Any], bool] | None = None,
-         raises: type[BaseException] | None = None, **kwargs: Any) -> Case:
-    """A case calling ``fn(*args, **kwargs)``, labelled ``name(args)``.
-
-    `name` defaults to the exercise's function name as the learner wrote it.
-    Arguments are deep-copied for each call so a learner's function that
-    mutates its input cannot change the next case or the label.
-    """
-    import copy
-
-    label_name = name or getattr(fn, "__name__", "f")
-    parts = [_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()]
-    label = f"{label_name}({', '.join(parts)})"
-    return Case(label, lambda: fn(*copy.deepcopy(args), **copy.deepcopy(kwargs)), expected, compare, raises)
-
-
-@dataclass
 class Exercise:
     id: str
     title: str
     points: int
     hint: str
-    #: ``inputs(rng) -> list[Trial]``; for a chapter not converted yet, ``cases(obj) -> list[Case]``
+    #: ``inputs(rng) -> list[Trial]``
     cases: Callable[[Any], list] = field(repr=False)
-    #: True: the builder takes the learner's object and the whole check runs in the kernel
-    legacy: bool = False
     #: functions the learner's code must not call: shown name -> function
     forbid: dict[str, Any] = field(default_factory=dict, repr=False)
     #: seconds all the probes of one grading may take (the rest are stopped and fail)
@@ -222,9 +188,10 @@ def exercise(id: str, *, title: str, points: int, hint: str, forbid: dict[str, A
         target = _TARGET[-1] if _TARGET else _REGISTRY
         if id in target:
             raise ValueError(f"exercise {id} is registered twice")
-        params = list(inspect.signature(fn).parameters)
-        target[id] = Exercise(id, title, points, hint, fn, legacy=params[:1] != ["rng"], forbid=dict(forbid or {}),
-                              time_budget=time_budget)
+        if list(inspect.signature(fn).parameters)[:1] != ["rng"]:
+            raise TypeError(f"exercise {id}: its inputs function must take `rng` (a numpy Generator) and return "
+                            "Trials; see docs/AUTHORING.md, Writing a check")
+        target[id] = Exercise(id, title, points, hint, fn, forbid=dict(forbid or {}), time_budget=time_budget)
         return fn
 
     return register
@@ -405,20 +372,6 @@ def _difference_line(got: Any, expected: Any) -> str:
     except Exception:
         diff = None
     return f"  differs:  {diff}\n" if diff else ""
-
-
-_MAX_ERROR_TEXT = 300
-
-
-def _error_text(exc: BaseException) -> str:
-    """``str(exc)``, cut to a few lines: a learner's exception may carry megabytes of text."""
-    try:
-        text = str(exc)
-    except Exception:  # a broken __str__ of the learner's
-        return f"<{type(exc).__name__} whose message cannot be shown>"
-    if len(text) > _MAX_ERROR_TEXT:
-        text = f"{text[:_MAX_ERROR_TEXT]}... ({len(text):,} characters in all)"
-    return text
 
 
 def _where(exc: BaseException) -> str:
@@ -752,62 +705,6 @@ def _judge_one(ex: Exercise, t: Trial, r: dict, i: int, n: int) -> None:
 
 
 
-def _run_legacy(ex: Exercise, obj: Any) -> str:
-    """A chapter not converted yet: build the cases from the learner's object and run them here."""
-    head = f"{ex.id} {ex.title}"
-    hint = f"  hint:     {ex.hint}"
-    try:
-        # Learner code's prints would change the checked output: swallow them.
-        with contextlib.redirect_stdout(io.StringIO()):
-            cases = list(ex.cases(obj))
-    except NotImplementedError:
-        raise NotAttempted(_not_attempted(head)) from None
-    except Exception as e:
-        raise CheckFailure(
-            f"✗ {head}: could not use your object {_describe(obj)}: "
-            f"{type(e).__name__}: {_error_text(e)}{_where(e)}\n{hint}"
-        ) from None
-    n = len(cases)
-    for i, c in enumerate(cases, 1):
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                got = c.run()
-        except NotImplementedError:
-            raise NotAttempted(_not_attempted(head)) from None
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except Exception as e:
-            if c.raises is not None and isinstance(e, c.raises):
-                continue
-            expected = f"raises {c.raises.__name__}" if c.raises else _describe(c.expected)
-            raise CheckFailure(
-                f"✗ {head}: case {i}/{n} failed\n"
-                f"  input:    {c.label}\n"
-                f"  expected: {expected}\n"
-                f"  got:      raised {type(e).__name__}: {_error_text(e)}{_where(e)}\n{hint}"
-            ) from None
-        if c.raises is not None:
-            raise CheckFailure(
-                f"✗ {head}: case {i}/{n} failed\n"
-                f"  input:    {c.label}\n"
-                f"  expected: raises {c.raises.__name__}\n"
-                f"  got:      {_describe(got)} (no exception)\n{hint}"
-            )
-        try:
-            ok = (c.compare or strict_equal)(got, c.expected)
-        except Exception:
-            ok = False
-        if not ok:
-            raise CheckFailure(
-                f"✗ {head}: case {i}/{n} failed\n"
-                f"  input:    {c.label}\n"
-                f"  expected: {_describe(c.expected)}\n"
-                f"  got:      {_describe(got)}\n"
-                f"{_difference_line(got, c.expected)}{hint}"
-            )
-    return f"✓ {head}: {n}/{n} cases"
-
-
 def _not_attempted(head: str) -> str:
     return (f"… {head}: not attempted yet (your code still raises NotImplementedError).\n"
             "  Replace `raise NotImplementedError()` with your code, run that cell, then this one.")
@@ -832,8 +729,6 @@ def run_check(exercise_id: str, obj: Any, seed: int | None = None) -> str:
     import json
 
     ex = get_exercise(exercise_id)
-    if ex.legacy:
-        return _run_legacy(ex, obj)
     trials = ex.trials(SELF_STUDY_SEED if seed is None else seed)
     specs, _ = _request(exercise_id, trials_payload(ex, trials))
     # judged as each comes back, so a wrong answer stops at its first failing case
