@@ -594,3 +594,16 @@ def test_replacing_the_reference_earns_nothing_when_graded(tmp_path):
     assert res.error is None and res.points == 0
     assert _statuses(res)["03.1"] == FAIL and "case 1/7 failed" in res.exercises[0].message
     assert {s for ex, s in _statuses(res).items() if ex != "03.1"} == {NOT_ATTEMPTED}
+
+
+def test_a_check_cell_without_a_judge_raises_when_graded():
+    """Every check cell runs its probe with the grader's inputs; one whose exercise the course's checks do not
+    have raises (so it is an ERROR, never a pass), and no check cell is left for nbval to compare."""
+    learner = nbio.read(ROOT / "notebooks" / "00_welcome.ipynb")
+    ref = nbio.read(SOLUTIONS / "00_welcome.ipynb")
+    plan = build_graded_copy(learner, ref, {}, [], {"00.1": '{"exercise": "00.1"}'})
+    checks = {nbio.exercise_of(c): c for c in plan.nb.cells if nbio.is_check(c)}
+    assert checks["00.1"].source.startswith("from course.checks import _probe_cell; _probe_cell('00.1', fizzbuzz, ")
+    assert checks["00.2"].source.startswith("raise RuntimeError('the checks in chapters/ have no exercise 00.2")
+    assert all("nbval-check-output" not in c.metadata.get("tags", []) and not c.get("outputs")
+               for c in checks.values())
