@@ -9,8 +9,6 @@ The layout mirrors PyTorch's: ``course_lib/_tensor.py`` beside
 >>> (x @ x).sum()
 tensor(54.)
 """
-from __future__ import annotations
-
 # In this order: the Tensor class (TensorBase + the generated and the hand-written methods), then
 # every op's kernel (importing _ops.kernels registers them; the kernels make Tensors), then the rest
 # (autograd.derivatives and autograd.nn_derivatives attach derivative formulas to the registered ops).
@@ -25,7 +23,6 @@ from ._creation import *  # noqa: F403
 from ._device import device
 from ._dtype import (
     bool,
-    bool_,
     double,
     dtype,
     float,

@@ -42,7 +42,7 @@ def clone(self, memory_format="preserve_format"):
 
 
 @register("contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)",
-          kind="composite")
+          variants=("method",), kind="composite")
 def contiguous(self, memory_format="contiguous_format"):
     """``self`` if already contiguous, else a contiguous copy."""
     if self.is_contiguous():

@@ -96,7 +96,7 @@ def _conv_meta(input, weight, bias, stride, padding, dilation, transposed, outpu
 
 @register("convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
           "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor",
-          meta=_conv_meta, kind="nn")
+          meta=_conv_meta, variants=("function",), kind="nn")
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     """N-d convolution (1-d and 2-d here) by im2col: a strided window view and one contraction."""
     if transposed:
@@ -309,7 +309,7 @@ def _maxpool_meta(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mod
 
 @register("max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
           "int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)", meta=_maxpool_meta,
-          variants=("function",), kind="nn")
+          variants=(), kind="nn")
 def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     """2-d max pooling; also returns the flat (h * W + w) index of each maximum, as PyTorch does."""
     k, s, p, d, out = _pool_geometry(self, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
@@ -363,7 +363,7 @@ def _avg_divisor(H, W, k, s, p, out, ceil_mode, count_include_pad, divisor_overr
 
 @register("avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, "
           "bool count_include_pad=True, int? divisor_override=None) -> Tensor", meta=_avgpool_meta,
-          variants=("function",), kind="nn")
+          variants=(), kind="nn")
 def avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """2-d average pooling (padding counts as zeros unless ``count_include_pad=False``)."""

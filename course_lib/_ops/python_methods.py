@@ -23,7 +23,7 @@ from .dispatcher import dispatch
 from .python_variable_methods import VariableMethods as _Generated
 from .registry import OPS
 
-__all__ = ["var", "std", "repeat", "swapaxes", "swapdims", "clip", "absolute", "negative", "multiply",
+__all__ = ["var", "std", "swapaxes", "swapdims", "clip", "absolute", "negative", "multiply",
            "subtract", "divide", "true_divide", "greater", "less", "concat", "concatenate"]
 
 # What a binary operator accepts on its right; anything else returns NotImplemented so that Python

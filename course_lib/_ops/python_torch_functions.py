@@ -28,7 +28,6 @@ __all__ = [
     "asin",
     "atan",
     "atan2",
-    "avg_pool2d",
     "bitwise_and",
     "bitwise_not",
     "bitwise_or",
@@ -40,7 +39,6 @@ __all__ = [
     "chunk",
     "clamp",
     "clone",
-    "contiguous",
     "convolution",
     "cos",
     "cosh",
@@ -54,8 +52,6 @@ __all__ = [
     "erf",
     "exp",
     "exp2",
-    "expand",
-    "expand_as",
     "expm1",
     "flatten",
     "flip",
@@ -87,7 +83,6 @@ __all__ = [
     "masked_fill",
     "matmul",
     "max",
-    "max_pool2d_with_indices",
     "maximum",
     "mean",
     "min",
@@ -136,7 +131,6 @@ __all__ = [
     "trunc",
     "unbind",
     "unflatten",
-    "unfold",
     "unsqueeze",
     "where",
 ]
@@ -254,14 +248,6 @@ def atan2(self, other):
     return _dispatch(_OPS["atan2"], (self, other))
 
 
-def avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
-    """2-d average pooling (padding counts as zeros unless ``count_include_pad=False``).
-
-    Schema: avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
-    """
-    return _dispatch(_OPS["avg_pool2d"], (self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
-
-
 def bitwise_and(self, other):
     """Elementwise bitwise_and of integer or bool tensors.
 
@@ -348,14 +334,6 @@ def clone(self, *, memory_format='preserve_format'):
     Schema: clone(Tensor self, *, MemoryFormat? memory_format=preserve_format) -> Tensor
     """
     return _dispatch(_OPS["clone"], (self, memory_format))
-
-
-def contiguous(self, *, memory_format='contiguous_format'):
-    """``self`` if already contiguous, else a contiguous copy.
-
-    Schema: contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)
-    """
-    return _dispatch(_OPS["contiguous"], (self, memory_format))
 
 
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
@@ -460,22 +438,6 @@ def exp2(self):
     Schema: exp2(Tensor self) -> Tensor
     """
     return _dispatch(_OPS["exp2"], (self,))
-
-
-def expand(self, size):
-    """Broadcast to ``size`` without copying: new and size-1 dims get stride 0 (-1 keeps a size).
-
-    Schema: expand(Tensor(a) self, SymInt[] size) -> Tensor(a)
-    """
-    return _dispatch(_OPS["expand"], (self, size))
-
-
-def expand_as(self, other):
-    """
-
-    Schema: expand_as(Tensor(a) self, Tensor other) -> Tensor(a)
-    """
-    return _dispatch(_OPS["expand_as"], (self, other))
 
 
 def expm1(self):
@@ -724,14 +686,6 @@ def max(self, dim=None, keepdim=False):
     Schema: max(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
     """
     return _dispatch(_OPS["max"], (self, dim, keepdim))
-
-
-def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-    """2-d max pooling; also returns the flat (h * W + w) index of each maximum, as PyTorch does.
-
-    Schema: max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)
-    """
-    return _dispatch(_OPS["max_pool2d_with_indices"], (self, kernel_size, stride, padding, dilation, ceil_mode))
 
 
 def maximum(self, other):
@@ -1116,14 +1070,6 @@ def unflatten(self, dim, sizes):
     Schema: unflatten(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)
     """
     return _dispatch(_OPS["unflatten"], (self, dim, sizes))
-
-
-def unfold(self, dimension, size, step):
-    """All windows of ``size`` along a dim, ``step`` apart, as a new last dim (a sliding-window view).
-
-    Schema: unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)
-    """
-    return _dispatch(_OPS["unfold"], (self, dimension, size, step))
 
 
 def unsqueeze(self, dim):

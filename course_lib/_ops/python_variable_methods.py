@@ -280,13 +280,6 @@ class VariableMethods:
         """
         return _dispatch(_OPS["contiguous"], (self, memory_format))
 
-    def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
-        """N-d convolution (1-d and 2-d here) by im2col: a strided window view and one contraction.
-
-        Schema: convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor
-        """
-        return _dispatch(_OPS["convolution"], (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups))
-
     def copy_(self, src, non_blocking=False):
         """Copy ``src``'s values (broadcast and cast) into ``self``.
 

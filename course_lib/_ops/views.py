@@ -320,7 +320,7 @@ def squeeze(self, dim=None):
     return self._view(tuple(self._shape[i] for i in keep), tuple(self._stride[i] for i in keep), self._offset)
 
 
-@register("expand(Tensor(a) self, SymInt[] size) -> Tensor(a)", kind="view", is_view=True)
+@register("expand(Tensor(a) self, SymInt[] size) -> Tensor(a)", variants=("method",), kind="view", is_view=True)
 def expand(self, size):
     """Broadcast to ``size`` without copying: new and size-1 dims get stride 0 (-1 keeps a size)."""
     size = tuple(size)
@@ -355,7 +355,7 @@ def expand(self, size):
     return self._view(tuple(shape), tuple(stride), self._offset)
 
 
-@register("expand_as(Tensor(a) self, Tensor other) -> Tensor(a)", kind="composite")
+@register("expand_as(Tensor(a) self, Tensor other) -> Tensor(a)", variants=("method",), kind="composite")
 def expand_as(self, other):
     return _dispatch("expand", self, other._shape)
 
@@ -443,8 +443,8 @@ def diagonal(self, offset=0, dim1=0, dim2=1):
     return self._view(shape, stride, off)
 
 
-@register("unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)", kind="view",
-          is_view=True)
+@register("unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)", variants=("method",),
+          kind="view", is_view=True)
 def unfold(self, dimension, size, step):
     """All windows of ``size`` along a dim, ``step`` apart, as a new last dim (a sliding-window view)."""
     nd = len(self._shape)
