@@ -300,3 +300,14 @@ def test_every_op_has_a_kind_and_register_refuses_an_unknown_one():
     with pytest.raises(TypeError):
         register("not_an_op(Tensor self) -> Tensor")  # the kind must be stated
     assert "not_an_op" not in OPS
+
+
+@pytest.mark.oracle
+def test_no_public_name_that_pytorch_does_not_have():
+    """course_lib's top-level names and Tensor's members are PyTorch's, except the course's three doors into
+    the op machinery (course_lib.OPS, course_lib.dispatch, course_lib.memory)."""
+    from oracle import require_torch
+
+    torch = require_torch()
+    assert {n for n in dir(cl) if not n.startswith("_") and not hasattr(torch, n)} == {"OPS", "dispatch", "memory"}
+    assert [n for n in dir(cl.Tensor) if not n.startswith("_") and not hasattr(torch.Tensor, n)] == []
