@@ -6,6 +6,7 @@ results.
 """
 from __future__ import annotations
 
+import ast
 import csv
 import json
 import os
@@ -301,13 +302,41 @@ def test_grader_runs_the_replacement_of_an_optional_cell():
     assert next(c for c in plan.nb.cells if c.get("id") == "bn-torch").source == graded.source
 
 
+def _assigned_names(source: str) -> set:
+    """Names a cell binds at its top level (assignments and imports)."""
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def _tested_for_none(source: str) -> set:
+    """Names a cell compares with ``is None`` / ``is not None``."""
+    return {n.left.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Compare)
+            and isinstance(n.left, ast.Name) and len(n.ops) == 1 and isinstance(n.ops[0], (ast.Is, ast.IsNot))
+            and isinstance(n.comparators[0], ast.Constant) and n.comparators[0].value is None}
+
+
 def test_replacements_never_touch_solution_or_check_cells():
+    replaced = 0
     for path in sorted(SOLUTIONS.glob("*.ipynb")):
-        for c in nbio.read(path).cells:
-            if nbio.grader_replacement(c) is not None:
-                assert not nbio.is_check(c) and not nbio.is_solution(c), (path.name, c.get("id"))
-                # what later cells test for must still be defined
-                assert "torch = None" in nbio.grader_replacement(c)
+        cells = [c for c in nbio.read(path).cells if c.cell_type == "code"]
+        for i, c in enumerate(cells):
+            replacement = nbio.grader_replacement(c)
+            if replacement is None:
+                continue
+            replaced += 1
+            assert not nbio.is_check(c) and not nbio.is_solution(c), (path.name, c.get("id"))
+            # what later cells test for (`torch is None`, `harness is None`) is still defined, as None
+            tested = set().union(*(_tested_for_none(d.source) for d in cells[i + 1:]))
+            needed = _assigned_names(c.source) & tested
+            assert needed <= _assigned_names(replacement), (path.name, c.get("id"), needed)
+            for name in needed:
+                assert f"{name} = None" in replacement, (path.name, c.get("id"), name)
+    assert replaced >= 3
 
 
 # ------------------------------------------------------------------ build (chapter sources)
