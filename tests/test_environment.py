@@ -82,7 +82,8 @@ def tools() -> dict:
 @pytest.fixture(scope="module")
 def pip_requirements(library, tools) -> dict:
     """name -> version bounds of everything the two pyprojects install (course_lib itself excluded)."""
-    reqs = list(library["dependencies"]) + list(library["optional-dependencies"]["viz"])
+    extras = library["optional-dependencies"]
+    reqs = list(library["dependencies"]) + list(extras["viz"]) + list(extras["compile"])
     reqs += [r for r in tools["dependencies"] if _split(r)[0] != "course-lib"]
     out: dict = {}
     for req in reqs:
