@@ -14,6 +14,7 @@ import pytest
 from course import notebook as nbio
 from course.checks import (
     CheckFailure,
+    CheckTimeout,
     NotAttempted,
     Trial,
     call,
@@ -460,8 +461,8 @@ def test_probes_stop_at_the_time_budget_and_never_pass():
     assert time.monotonic() - t0 < 5
     statuses = [r["status"] for r in json.loads(text)["results"]]
     k = [t.args for t in trials].index((15,))
-    assert statuses == ["ok"] * k + ["raised"] + ["skipped"] * (len(trials) - k - 1)
-    with pytest.raises(CheckFailure, match=rf"case {k + 1}/{len(trials)} failed[\s\S]*time budget of 1 s"):
+    assert statuses == ["ok"] * k + ["timeout"] + ["skipped"] * (len(trials) - k - 1)
+    with pytest.raises(CheckTimeout, match=rf"case {k + 1}/{len(trials)} failed[\s\S]*time limit of 1 s ran out"):
         judge(ex, trials, text)
 
 
@@ -478,4 +479,4 @@ def test_the_payload_carries_the_time_budget():
     payload = trials_payload(ex, ex.trials(1), budget=0.5)
     statuses = [r["status"] for r in json.loads(run_probes("00.1", lambda n: __import__("time").sleep(1),
                                                            payload))["results"]]
-    assert statuses[0] == "raised" and set(statuses[1:]) == {"skipped"}
+    assert statuses[0] == "timeout" and set(statuses[1:]) == {"skipped"}

@@ -51,7 +51,7 @@ from ._wire import Opaque, Raised
 from .paths import chapter_dirs, find_chapters_dir, load_chapter_module
 
 __all__ = [
-    "check", "exercise", "call", "probe", "Trial", "Exercise", "CheckFailure", "NotAttempted",
+    "check", "exercise", "call", "probe", "Trial", "Exercise", "CheckFailure", "NotAttempted", "CheckTimeout",
     "ProbeError", "get_exercise", "registry", "run_check", "chapter_checks", "strict_equal", "judge",
     "trials_payload", "run_probes", "load_checks_source", "SELF_STUDY_SEED",
 ]
@@ -77,6 +77,10 @@ class CheckFailure(AssertionError):
 
 class NotAttempted(CheckFailure):
     """The learner's object still raises NotImplementedError (the stub)."""
+
+
+class CheckTimeout(CheckFailure):
+    """When graded, a case was still running when the check's time budget ran out."""
 
 
 class ProbeError(ValueError):
@@ -535,10 +539,12 @@ def _request(exercise_id: str, payload: str) -> tuple[list, float | None]:
 def _probe_results(ex: Exercise, obj: Any, specs: list, budget: float | None):
     """Run each trial's probe on the learner's `obj`, yielding what each saw (wire data), in order.
 
-    Each result is ``{"status": "ok"|"raised"|"not_attempted"|"skipped", "value": <wire>, "forbidden": [...]}``.
+    Each result is ``{"status": "ok"|"raised"|"not_attempted"|"timeout"|"skipped", "value": <wire>,
+    "forbidden": [...]}``.
     Every trial decodes its own fresh arguments; output the learner's code prints is swallowed. The first
     NotImplementedError ends the run. With a `budget` (seconds for all the trials), a trial still running
-    when it is spent is stopped and reported as raised, and the trials after it as skipped.
+    when it is spent is stopped and reported as "timeout" (the value is the budget), the trials after it
+    as skipped.
     """
     import time
 
@@ -557,8 +563,7 @@ def _probe_results(ex: Exercise, obj: Any, specs: list, budget: float | None):
             yield {"status": "not_attempted", "value": None, "forbidden": []}
             return
         except ProbeTimeout:
-            yield {"status": "raised", "forbidden": list(watch.seen), "value": _wire.exception_wire(
-                TimeoutError(f"this case ran past the check's time budget of {budget:g} s"))}
+            yield {"status": "timeout", "value": float(budget), "forbidden": list(watch.seen)}
             for _ in specs[k + 1:]:
                 yield {"status": "skipped", "value": None, "forbidden": []}
             return
@@ -611,7 +616,7 @@ def read_frames(stdout: str) -> list[str]:
 # ---------------------------------------------------------------- the judge (in the grader)
 
 
-_STATUSES = ("ok", "raised", "not_attempted", "skipped")
+_STATUSES = ("ok", "raised", "not_attempted", "timeout", "skipped")
 
 
 def _decode_result(r: Any) -> dict:
@@ -625,7 +630,8 @@ def _decode_result(r: Any) -> dict:
         value = _wire.decode(r.get("value"))
     except (_wire.WireError, RecursionError) as e:
         raise ProbeError(f"the check's results cannot be read ({e})") from None
-    if r["status"] == "raised" and not isinstance(value, Raised):
+    if r["status"] == "raised" and not isinstance(value, Raised) \
+            or r["status"] == "timeout" and type(value) is not float:
         raise ProbeError("the check's results are malformed")
     return {"status": r["status"], "value": value, "forbidden": forbidden}
 
@@ -670,6 +676,9 @@ def _judge_one(ex: Exercise, t: Trial, r: dict, i: int, n: int) -> None:
     if r["status"] == "not_attempted":
         raise NotAttempted(_not_attempted(head))
     top = f"✗ {head}: case {i}/{n} failed\n  input:    {t.label}\n"
+    if r["status"] == "timeout":
+        raise CheckTimeout(f"{top}  got:      still running when the check's time limit of {r['value']:g} s ran "
+                           f"out (an infinite loop, or far too slow?)\n{hint}")
     if r["status"] == "skipped":
         raise CheckFailure(f"{top}  got:      not run: an earlier case used up the check's time\n{hint}")
     forbidden = r.get("forbidden", [])

@@ -712,6 +712,8 @@ def _judge(j: _Judged, rep: dict, expected_line: str) -> tuple[str, str]:
             line = chk.judge(j.exercise, j.trials, frames[0])
     except chk.NotAttempted:
         return NOT_ATTEMPTED, "still raises NotImplementedError"
+    except chk.CheckTimeout as e:
+        return TIMEOUT, e.message
     except chk.CheckFailure as e:
         return FAIL, e.message
     except chk.ProbeError as e:
