@@ -27,8 +27,9 @@ In self-study ``check`` runs all three here and prints the line (``✓ 00.1 fizz
 cases``) or raises :class:`CheckFailure` with the case, what was expected, what came back and
 the hint; in Jupyter only that message is shown. If the learner's object still raises
 ``NotImplementedError`` it raises :class:`NotAttempted` (the grader's NOT ATTEMPTED). When
-grading, the check cell calls :func:`_probe_cell` instead, which prints what the probe saw in
-one framed line; the grader reads it with :func:`course._wire.loads` and judges.
+grading, the check cell calls :func:`_probe_cell` instead, which prints what the probes saw in
+one framed line within the check's time budget; the grader decodes it (:mod:`course._wire`, never
+pickle) and judges.
 
 An exercise may name functions the learner's code must not call (``forbid=``): the probe
 watches calls made from outside course_lib while the learner's code runs and reports them.
