@@ -57,18 +57,18 @@ def dispatch(op, args: tuple):
         finally:
             _mode_stack.append(mode)
     # No input requires grad or is on the meta device: the cpu kernel, without steps 2 and 3.
-    special = False
     for i in op.tensor_pos:
         a = args[i]
         if isinstance(a, TensorBase) and (a._requires_grad or a._storage.data is None):
-            special = True
             break
-    if op.tensor_list_pos and not special:
-        special = _any_special(op, args)
-    if not special:
-        return op.cpu(*args)
-    # 2. Autograd (grad mode, a thread-local, is only read when something might require grad)
-    if op.autograd is not None and grad_state.enabled and _requires_grad(op, args):
+    else:
+        if not op.tensor_list_pos or not _in_lists(op, args, _special):
+            return op.cpu(*args)
+        a = None
+    # 2. Autograd: grad mode on (a thread-local, read only here) and an input requires grad
+    #    (``a``, the input the loop stopped at, usually says so)
+    if op.autograd is not None and grad_state.enabled and (
+            (a is not None and a._requires_grad) or _requires_grad(op, args)):
         return op.autograd(op, args)
     # 3. backend
     return backend(op, args)
@@ -76,40 +76,53 @@ def dispatch(op, args: tuple):
 
 def backend(op, args: tuple):
     """Pick the device kernel: meta if any tensor input is on the meta device, else cpu."""
-    for a in _tensor_args(op, args):
-        if a._storage.data is None:
-            _check_same_device(op, args)
-            return op.meta(*args)
-    return op.cpu(*args)
+    for i in op.tensor_pos:
+        a = args[i]
+        if isinstance(a, TensorBase) and a._storage.data is None:
+            break
+    else:
+        if not op.tensor_list_pos or not _in_lists(op, args, _on_meta):
+            return op.cpu(*args)
+    _check_same_device(op, args)
+    return op.meta(*args)
 
 
-def _tensor_args(op, args: tuple) -> list:
-    """The op's tensor arguments, in schema order (tensor lists flattened)."""
-    tensors = [args[i] for i in op.tensor_pos if isinstance(args[i], TensorBase)]
+def _special(a) -> bool:
+    return a._requires_grad or a._storage.data is None
+
+
+def _on_meta(a) -> bool:
+    return a._storage.data is None
+
+
+def _in_lists(op, args: tuple, test) -> bool:
+    """Is ``test`` true of a tensor in one of the op's tensor-list arguments (``cat``'s tensors)?"""
     for i in op.tensor_list_pos:
-        tensors.extend(a for a in args[i] if isinstance(a, TensorBase))
-    return tensors
-
-
-def _any_special(op, args: tuple) -> bool:
-    """Does a tensor in one of the op's tensor lists require grad or live on the meta device?"""
-    for a in _tensor_args(op, args):
-        if a._requires_grad or a._storage.data is None:
-            return True
+        for a in args[i]:
+            if isinstance(a, TensorBase) and test(a):
+                return True
     return False
 
 
 def _requires_grad(op, args: tuple) -> bool:
-    for a in _tensor_args(op, args):
-        if a._requires_grad:
+    for i in op.tensor_pos:
+        a = args[i]
+        if isinstance(a, TensorBase) and a._requires_grad:
             return True
-    return False
+    return _in_lists(op, args, _requires_grad_test)
+
+
+def _requires_grad_test(a) -> bool:
+    return a._requires_grad
 
 
 def _check_same_device(op, args):
     """All tensor arguments on one device (0-d CPU tensors may join any device, as in PyTorch)."""
+    tensors = [args[i] for i in op.tensor_pos if isinstance(args[i], TensorBase)]
+    for i in op.tensor_list_pos:
+        tensors.extend(a for a in args[i] if isinstance(a, TensorBase))
     expected = None
-    for a in _tensor_args(op, args):
+    for a in tensors:
         dev = a._storage.device
         if dev == "cpu" and not a._shape:
             continue
