@@ -1,0 +1,227 @@
+"""course_lib._inductor: compiled graphs return what eager course_lib returns."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import course_lib as cl  # noqa: E402
+from course_lib._functorch import aot_function  # noqa: E402
+from course_lib._inductor import compile_fx  # noqa: E402
+from course_lib.fx.experimental.proxy_tensor import make_fx  # noqa: E402
+
+
+def _compile(f, *args):
+    gm = make_fx(f)(*args)
+    return compile_fx(gm, list(args))
+
+
+def _check(f, *args, rtol=1e-5, atol=1e-6):
+    compiled = _compile(f, *args)
+    got, want = compiled(*args), f(*args)
+    got = got if isinstance(got, (tuple, list)) else (got,)
+    want = want if isinstance(want, (tuple, list)) else (want,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and tuple(g.shape) == tuple(w.shape)
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=rtol, atol=atol)
+    return compiled
+
+
+def _chain(x):
+    y = x * 1.5 + 0.5
+    y = cl.sin(y) * y
+    y = cl.exp(-cl.abs(y)) + y * y
+    return cl.tanh(y) - 0.1 * y
+
+
+def test_chain_is_one_kernel_and_equal_to_eager():
+    x = cl.randn(1000)
+    c = _check(_chain, x)
+    assert c.n_kernels == 1 and c.n_externs == 0
+    assert "for i in range(1000)" in c.source and "np.tanh" in c.source
+    assert c.source.count("np.empty(") == 1   # only the result is written to memory
+
+
+def test_large_kernel_is_parallel():
+    c = _check(_chain, cl.randn(100_000))
+    assert "prange(100000)" in c.source and "parallel=True" in c.source
+
+
+@pytest.mark.parametrize("dtype", [cl.float32, cl.float64])
+def test_dtypes_and_broadcasting(dtype):
+    a = cl.randn(4, 1, 5, dtype=dtype)
+    b = cl.randn(3, 1, dtype=dtype)
+    s = cl.tensor(2.0, dtype=dtype)
+
+    def f(a, b, s):
+        return cl.sigmoid(a * b + s).relu() / (b.abs() + 1), (a - b) * s
+
+    _check(f, a, b, s)
+
+
+def test_comparisons_where_clamp_and_bool_outputs():
+    x, y = cl.randn(6, 7), cl.randn(7)
+
+    def f(x, y):
+        m = x > y
+        return cl.where(m, x, y * 2).clamp(-0.5, 0.5), m, (x <= 0.25) & (y > 0)
+
+    _check(f, x, y)
+
+
+def test_mixed_float_dtypes_and_int_inputs():
+    x, i = cl.randn(5, dtype=cl.float32), cl.arange(5)
+
+    def f(x, i):
+        return x * i + x.double(), i + 1
+
+    _check(f, x, i)
+
+
+def test_extern_ops_between_fused_groups_and_buffer_reuse():
+    x, w = cl.randn(8, 16, dtype=cl.float64), cl.randn(16, 16, dtype=cl.float64)
+
+    def f(x, w):
+        h = cl.tanh(x * 2 + 1)
+        h = (h @ w).relu() * 3
+        h = cl.exp(-h) + h
+        g = h @ w
+        return (g.sin() + 1) * g
+
+    c = _check(f, x, w)
+    assert c.n_kernels == 3 and c.n_externs == 2
+    assert "# reuse" in c.source   # the first kernel's buffer is dead after the first matmul
+
+
+def test_extern_that_does_not_read_the_group_does_not_split_it():
+    x, w = cl.randn(4, 4), cl.randn(4, 4)
+
+    def f(x, w):
+        a = x * 2
+        m = w @ w
+        return (a + 1) * m
+
+    c = _check(f, x, w)
+    assert c.n_kernels == 1
+
+
+def test_views_of_buffers_stay_alive():
+    x = cl.randn(4, 6)
+
+    def f(x):
+        a = (x * 2).t()
+        b = cl.exp(x) * 0   # a buffer of the same size that must not overwrite a's
+        return a + 0, b.sum()
+
+    _check(f, x)
+
+
+def test_outputs_include_inputs_and_intermediates():
+    x = cl.randn(3)
+
+    def f(x):
+        y = x + 1
+        return x, y, y * 2
+
+    _check(f, x)
+
+
+def test_special_values_propagate_like_eager():
+    x = cl.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e30])
+    _check(lambda x: (cl.maximum(x, x * 0), x.relu(), x.clamp(-1, 1), 1 / x, cl.tanh(x)), x)
+
+
+def test_as_aot_function_compilers_forward_and_gradients():
+    def f(a, b):
+        return (a / (a.abs() + 1) * b).sin().sum()
+
+    a = cl.randn(10, 4, requires_grad=True)
+    b = cl.randn(10, 4, requires_grad=True)
+    compiled = aot_function(f, fw_compiler=compile_fx, bw_compiler=compile_fx)
+    out = compiled(a, b)
+    out.backward()
+    ga, gb = a.grad.numpy().copy(), b.grad.numpy().copy()
+    a.grad = b.grad = None
+    want = f(a, b)
+    want.backward()
+    np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ga, a.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(gb, b.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_mlp_step_gradients_through_aot():
+    x = cl.randn(8, 5)
+    w1, w2 = cl.randn(5, 7, requires_grad=True), cl.randn(7, 3, requires_grad=True)
+
+    def f(x, w1, w2):
+        return ((x @ w1).relu() @ w2).tanh().pow(2).mean()
+
+    compiled = aot_function(f, fw_compiler=compile_fx)
+    compiled(x, w1, w2).backward()
+    g1, g2 = w1.grad.numpy().copy(), w2.grad.numpy().copy()
+    w1.grad = w2.grad = None
+    f(x, w1, w2).backward()
+    np.testing.assert_allclose(g1, w1.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(g2, w2.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+_UNARY = ["sin", "cos", "tanh", "exp", "abs", "neg", "sigmoid", "relu", "square", "floor", "sign"]
+_BINARY = ["add", "sub", "mul", "maximum", "minimum"]
+
+
+@st.composite
+def _programs(draw):
+    """A random pointwise program: a list of (op, operand indices or scalars) over 1-3 inputs."""
+    n_inputs = draw(st.integers(1, 3))
+    steps = []
+    for k in range(draw(st.integers(1, 8))):
+        n = n_inputs + k
+        if draw(st.booleans()):
+            steps.append((draw(st.sampled_from(_UNARY)), draw(st.integers(0, n - 1))))
+        else:
+            other = draw(st.one_of(st.integers(0, n - 1), st.floats(-3, 3, allow_nan=False).map(lambda v: ("s", v))))
+            steps.append((draw(st.sampled_from(_BINARY)), draw(st.integers(0, n - 1)), other))
+    shapes = draw(st.lists(st.sampled_from([(3, 4), (4,), (1, 4), (3, 1), ()]), min_size=n_inputs,
+                           max_size=n_inputs))
+    dtype = draw(st.sampled_from([cl.float32, cl.float64]))
+    n_out = draw(st.integers(1, 2))
+    return n_inputs, steps, shapes, dtype, n_out
+
+
+def _run_program(steps, n_out, *inputs):
+    vals = list(inputs)
+    for op, *operands in steps:
+        args = [o[1] if isinstance(o, tuple) else vals[o] for o in operands]
+        if op in _UNARY:
+            vals.append(getattr(cl, op)(args[0]) if op != "relu" else args[0].relu())
+        else:
+            a, b = args
+            if not isinstance(b, cl.Tensor):
+                b = cl.full((), b, dtype=a.dtype)
+            vals.append(getattr(cl, op)(a, b))
+    return tuple(vals[-n_out:])
+
+
+@settings(max_examples=40, deadline=None)
+@given(_programs(), st.integers(0, 2**31 - 1))
+def test_random_pointwise_programs_equal_eager(program, seed):
+    n_inputs, steps, shapes, dtype, n_out = program
+    g = cl.Generator().manual_seed(seed)
+    inputs = [cl.randn(*s, generator=g, dtype=dtype) for s in shapes]
+    _check(lambda *xs: _run_program(steps, n_out, *xs), *inputs, rtol=1e-4, atol=1e-5)
+
+
+def test_import_error_names_the_extra_without_numba():
+    code = ("import sys; sys.modules['numba'] = None\n"
+            "import course_lib\n"
+            "try:\n    import course_lib._inductor\nexcept ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "numba" in out and "compile" in out and "extra" in out
