@@ -50,6 +50,12 @@ def test_chain_is_one_kernel_and_equal_to_eager():
     assert c.source.count("np.empty(") == 1   # only the result is written to memory
 
 
+def test_float32_sin_cos_of_large_arguments_take_the_exact_loop():
+    x = cl.tensor([0.5, 3e6, -1e30, 2.0**20, 1e7, float("inf")])
+    c = _check(lambda x: (cl.sin(x * 1), cl.cos(x + 0), cl.exp(x * 0)), x)
+    assert "sinf(" in c.source and "if nbig > 0:" in c.source and "np.sin(" in c.source
+
+
 def test_large_kernel_is_parallel():
     c = _check(_chain, cl.randn(100_000))
     assert "prange(100000)" in c.source and "parallel=True" in c.source
@@ -225,3 +231,26 @@ def test_import_error_names_the_extra_without_numba():
             "try:\n    import course_lib._inductor\nexcept ImportError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "numba" in out and "compile" in out and "extra" in out
+
+
+@pytest.mark.parametrize("name", ["exp", "sin", "cos", "tanh"])
+def test_vectorisable_float32_functions_round_like_the_float64_ones(name):
+    from numba import njit
+
+    from course_lib._inductor import libm
+    fn = getattr(libm, name + "f")
+    rng = np.random.default_rng(0)
+    special = [0.0, -0.0, 1e-30, -1e-8, 88.7, 89.0, -104.0, -120.0, np.inf, -np.inf, np.nan, 1e6, -3e5,
+               0.0625, 0.06, 1e-3]
+    x = np.concatenate([rng.standard_normal(200_000) * 5, special, np.linspace(-1000, 1000, 50_000),
+                        np.linspace(-0.1, 0.1, 50_000)]).astype(np.float32)
+
+    @njit("void(float32[::1], float32[::1])", error_model="numpy")
+    def run(a, o):
+        for i in range(a.size):
+            o[i] = fn(a[i])
+    got = np.empty_like(x)
+    run(x, got)
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(x.astype(np.float64)).astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=2e-7, atol=1e-37)

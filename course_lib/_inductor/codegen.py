@@ -85,6 +85,50 @@ def _contiguous_strides(shape: tuple[int, ...]) -> list[int]:
     return strides[::-1]
 
 
+#: float32 ops computed by the vectorisable functions of ``libm`` (when the kernel is not the fallback)
+FAST_FLOAT32 = {"exp": "expf", "tanh": "tanhf", "sin": "sinf", "cos": "cosf"}
+
+
+def header_line(group: FusionGroup, params: list[str]) -> str:
+    return f"def {group.name}({', '.join(params)}):"
+
+
+def _values_body(group: FusionGroup, names: dict[int, str], outs: dict[int, str], fast: bool) -> tuple[list[str], int]:
+    """The loop body computing ``group.values`` (and storing its outputs); the number of sin/cos."""
+    body: list[str] = []
+    n_trig = 0
+    local: dict[int, str] = {id(v): f"{names[id(v)]}_v" for v in group.inputs}
+    local_dtype: dict[int, np.dtype] = {id(v): v.dtype for v in group.inputs}
+    for k, v in enumerate(group.values):
+        cdt = _compute_dtype(v)
+
+        def operand(a: Any) -> str:
+            if isinstance(a, Value):
+                e = local[id(a)]
+                if v.op == "where" and a is v.args[0]:
+                    return e
+                return e if local_dtype[id(a)] == cdt else f"{np_ctor(cdt)}({e})"
+            if isinstance(a, bool) and cdt.kind == "b":
+                return repr(a)
+            return f"{np_ctor(cdt)}({a!r})"
+        ops = [operand(a) for a in v.args]
+        if fast and cdt == np.float32 and v.op in FAST_FLOAT32:
+            expr = f"{FAST_FLOAT32[v.op]}({ops[0]})"
+            if v.op in ("sin", "cos"):
+                n_trig += 1
+                body.append(f"        nbig += np.int32(abs({ops[0]}) >= TRIG_LIMIT)")
+        else:
+            expr = PRIMITIVES[v.op](*ops)
+        if v.op in COMPARISONS or v.op.startswith("logical_") or cdt != v.dtype:
+            expr = f"{np_ctor(v.dtype)}({expr})"
+        name = f"t{k}"
+        body.append(f"        {name} = {expr}")
+        local[id(v)], local_dtype[id(v)] = name, v.dtype
+        if id(v) in outs:
+            body.append(f"        {outs[id(v)]}[i] = {name}")
+    return body, n_trig
+
+
 def kernel_source(group: FusionGroup) -> tuple[str, str]:
     """The Python source of ``group``'s kernel, and its numba signature string."""
     shape, n = group.shape, int(np.prod(group.shape, dtype=np.int64))
@@ -119,31 +163,16 @@ def kernel_source(group: FusionGroup) -> tuple[str, str]:
                 body.append("        c0 = r")
     body += loads
 
-    local: dict[int, str] = {id(v): f"{names[id(v)]}_v" for v in group.inputs}
-    local_dtype: dict[int, np.dtype] = {id(v): v.dtype for v in group.inputs}
-    for k, v in enumerate(group.values):
-        cdt = _compute_dtype(v)
-
-        def operand(a: Any) -> str:
-            if isinstance(a, Value):
-                e = local[id(a)]
-                if v.op == "where" and a is v.args[0]:
-                    return e
-                return e if local_dtype[id(a)] == cdt else f"{np_ctor(cdt)}({e})"
-            if isinstance(a, bool) and cdt.kind == "b":
-                return repr(a)
-            return f"{np_ctor(cdt)}({a!r})"
-        expr = PRIMITIVES[v.op](*[operand(a) for a in v.args])
-        if v.op in COMPARISONS or v.op.startswith("logical_") or cdt != v.dtype:
-            expr = f"{np_ctor(v.dtype)}({expr})"
-        name = f"t{k}"
-        body.append(f"        {name} = {expr}")
-        local[id(v)], local_dtype[id(v)] = name, v.dtype
-        if id(v) in outs:
-            body.append(f"        {outs[id(v)]}[i] = {name}")
-    header = f"def {group.name}({', '.join(params)}):"
-    comment = f"    # {' -> '.join(v.op for v in group.values)}; shape {shape}"
-    src = "\n".join([header, comment, f"    for i in {loop}({n}):", *body]) + "\n"
+    fast_body, n_trig = _values_body(group, names, outs, fast=True)
+    lines = [header_line(group, params), f"    # {' -> '.join(v.op for v in group.values)}; shape {shape}"]
+    if n_trig:
+        lines.append("    nbig = np.int32(0)")
+    lines += [f"    for i in {loop}({n}):", *body, *fast_body]
+    if n_trig:
+        slow_body, _ = _values_body(group, names, outs, fast=False)
+        lines += ["    if nbig > 0:  # sin/cos arguments beyond TRIG_LIMIT: again with the C library's",
+                  f"        for i in {loop}({n}):", *["    " + x for x in body + slow_body]]
+    src = "\n".join(lines) + "\n"
     sig = "void(" + ", ".join(f"{_NUMBA_TYPE[v.dtype.name]}[::1]" for v in group.inputs + group.outputs) + ")"
     return src, sig
 
@@ -153,7 +182,10 @@ def compile_kernel(group: FusionGroup, source: str, signature: str) -> Callable:
     import math
 
     import numba
-    namespace: dict[str, Any] = {"np": np, "math": math, "prange": numba.prange}
+
+    from . import libm
+    namespace: dict[str, Any] = {"np": np, "math": math, "prange": numba.prange, "TRIG_LIMIT": libm.TRIG_LIMIT,
+                                 **{f: getattr(libm, f) for f in FAST_FLOAT32.values()}}
     code = compile(source, f"<course_lib._inductor {group.name}>", "exec")
     exec(code, namespace)
     parallel = "prange(" in source

@@ -83,7 +83,9 @@ class CompiledFxGraph:
     @property
     def source(self) -> str:
         """The generated kernels and wrapper, as one readable Python module."""
-        return "\n\n".join(["import numpy as np\nfrom numba import njit, prange", *[
+        header = ("import numpy as np\nfrom numba import njit, prange\n"
+                  "from course_lib._inductor.libm import TRIG_LIMIT, cosf, expf, sinf, tanhf")
+        return "\n\n".join([header, *[
             f"@njit(parallel={'prange(' in s}, fastmath=False)\n{s}" for s in self.kernel_sources],
             self.wrapper_source])
 
