@@ -144,6 +144,9 @@ with cl.no_grad():
 # - `stride[i] = max(shape[i+1], 1) * max(shape[i+2], 1) * ...` (the empty product is 1);
 # - a 0-d shape `()` has strides `()`.
 #
+# Compute them yourself: do not call course_lib's own `contiguous_strides` helper (in
+# `course_lib._tensor_base`); it is what you are rebuilding.
+#
 # *Hint:* one loop from the last dimension to the first, carrying a running product.
 #
 # > **In PyTorch:** `TensorImpl::empty_tensor_restride` in `c10/core/TensorImpl.h` computes exactly this:
