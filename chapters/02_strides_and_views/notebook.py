@@ -259,6 +259,9 @@ for name, t in examples.items():
 # rule above: `True` if any size is 0; otherwise skip size-1 dimensions and require every other stride to
 # equal the product of the sizes after it. A 0-d tensor (`shape == ()`) is contiguous.
 #
+# Work it out from the numbers: do not call `Tensor.is_contiguous` (it is what you are rebuilding) or
+# `Tensor.as_strided` (it would let a tensor judge the layout for you).
+#
 # *Hint:* `expected = 1`; walk `zip(reversed(shape), reversed(stride))`; after checking a dimension,
 # `expected *= size`.
 #
@@ -327,6 +330,9 @@ except IndexError as e:
 # - swap the two sizes and the two strides; the offset does not change;
 # - a 0-d tensor transposes to itself (`((), (), offset)`).
 #
+# Work it out from the numbers: do not call `Tensor.transpose` or `Tensor.as_strided` (the first is what
+# you are rebuilding, the second would let a tensor do the arithmetic for you).
+#
 # *Hint:* tuples are immutable: work on lists, return tuples.
 
 # %% id="ex-02-3-solution" tags=["solution"] exercise="02.3"
@@ -358,6 +364,9 @@ check("02.3", transpose_geometry)
 # - `RuntimeError` if `len(dims) != len(shape)`, or if a dim appears twice (after wrapping);
 # - `IndexError` for a dim out of range (`wrap_dim` raises it);
 # - the offset does not change.
+#
+# Work it out from the numbers: do not call `Tensor.permute` or `Tensor.as_strided` (the first is what you
+# are rebuilding, the second would let a tensor do the arithmetic for you).
 #
 # *Hint:* `tuple(shape[d] for d in dims)` after wrapping each `d`.
 
@@ -393,6 +402,9 @@ check("02.4", permute_geometry)
 # - `RuntimeError` if `length < 0` or `start + length > size`;
 # - the size of `dim` becomes `length` and the offset moves by `start * stride[dim]`, **even when `length`
 #   is 0** (PyTorch does; any offset is fine for an empty tensor, but the checks want PyTorch's).
+#
+# Work it out from the numbers: do not call `Tensor.narrow` or `Tensor.as_strided` (the first is what you
+# are rebuilding, the second would let a tensor do the arithmetic for you).
 #
 # *Hint:* only two numbers change: one size and the offset.
 
@@ -431,6 +443,9 @@ check("02.5", narrow_geometry)
 # - `IndexError` for a 0-d tensor, for a bad `dim` (`wrap_dim`), and for `index` outside `[-size, size)`;
 # - a negative `index` counts from the end;
 # - drop dimension `dim` from shape and stride; add `index * stride[dim]` to the offset.
+#
+# Work it out from the numbers: do not call `Tensor.select` or `Tensor.as_strided` (the first is what you
+# are rebuilding, the second would let a tensor do the arithmetic for you).
 #
 # *Hint:* `shape[:d] + shape[d + 1:]` drops one dimension of a tuple.
 
@@ -520,6 +535,10 @@ except RuntimeError:
 #    - if `view_numel != tensor_numel`, return `None` (a new dimension would span two chunks);
 #    - if `d > 0`, start the next chunk: `chunk_base_stride = oldstride[d-1]`, `tensor_numel = view_numel = 1`.
 # 4. If some new dimensions were never assigned, return `None`; else the strides as a tuple.
+#
+# Work it out from the numbers: do not call course_lib's own `compute_stride` (in `course_lib._ops.views`),
+# `Tensor.view` or `Tensor.as_strided` (the first is what you are rebuilding, the other two would let a
+# tensor find the strides for you).
 #
 # *Hint:* this is a direct transcription; the names above are PyTorch's. Try it by hand on `(2, 6)/(12, 1)`
 # viewed as `(2, 3, 2)` first.
@@ -612,6 +631,9 @@ draw_strides(cl.arange(3.).view(3, 1).expand(3, 4), title="arange(3.).view(3, 1)
 #     its right in the result (as `unsqueeze` would give it);
 # - the offset does not change.
 #
+# Work it out from the numbers: do not call `Tensor.expand` or `Tensor.as_strided` (the first is what you
+# are rebuilding, the second would let a tensor do the arithmetic for you).
+#
 # *Hint:* fill the result from the right, so the dimension to the right of a new one is already done.
 #
 # > **In PyTorch:** `inferExpandGeometry` in `aten/src/ATen/ExpandUtils.cpp` (declared in
@@ -681,6 +703,8 @@ check("02.8", expand_geometry)
 # When a pair clashes in several positions, report the **right-most** one: PyTorch compares the sizes from
 # the right and stops at the first clash, so `broadcast_shapes((2, 3), (3, 2))` reports sizes 3 and 2 at
 # dimension 1, not 2 and 3 at dimension 0.
+#
+# Work it out from the numbers: do not call `cl.broadcast_shapes` (it is what you are rebuilding).
 #
 # *Hint:* write `pair(a, b)` for two shapes, then `result = ()` and `result = pair(result, shape)` in a loop.
 #
@@ -755,6 +779,10 @@ print("x[[0, 1]] shares x's storage:", picked.untyped_storage().data_ptr() == x.
 #   offset moves by `start * stride[d]` (also for an empty slice);
 # - **`None`** inserts a size-1 dimension at `d`, with `unsqueeze`'s stride: `shape[d] * stride[d]`, or 1 if
 #   `d` is past the last dimension.
+#
+# Work it out from the numbers: do not index a tensor (`t[index]`, `Tensor.__getitem__`) or call
+# `Tensor.as_strided` (the first is what you are rebuilding, the second would let a tensor do the arithmetic
+# for you).
 #
 # *Hint:* keep `shape` and `stride` as lists and a running `d`; for `...`, count how many dimensions the
 # items after it still consume and jump `d` to just before them.
