@@ -358,7 +358,9 @@ backward_stepper(out, params={"x": x}, figsize=(4.6, 4.4))
 # gradient to** (for each edge `node -> next`, `node` comes earlier). Entries of `next_functions` whose node is
 # `None` are not nodes. Nodes can be used as dict keys (they hash by identity).
 #
-# The checks include a chain 3000 nodes deep, so do not recurse.
+# The checks include a chain 3000 nodes deep, so do not recurse. Walk the graph yourself: do not call
+# course_lib's engine (`compute_dependencies` or `run_backward` in `course_lib.autograd.engine`); it is what
+# you are rebuilding.
 #
 # *Hint:* pass 1 above, then the ready list.
 
@@ -447,6 +449,10 @@ print(root)
 #   `y = y + y` repeated 40 times, 41 nodes but $2^{40}$ paths from the root to `x`, and stop any engine that
 #   reads the nodes' `parents` far more often than the graph has nodes;
 # - graphs can be thousands of nodes deep: no recursion.
+#
+# Propagate the gradients yourself: do not call course_lib's engine (`compute_dependencies` or `run_backward`
+# in `course_lib.autograd.engine`), `cl.autograd.backward` or `cl.autograd.grad`; they are what you are
+# rebuilding.
 #
 # *Hint:* count each node's users (edges into it), then a ready list as in 03.7. Keep the gradients of *this*
 # pass in a dict keyed by `id(node)`, and add each node's total into `node.grad` when it is popped.
