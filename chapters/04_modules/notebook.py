@@ -280,7 +280,8 @@ print("numbers to learn:", sum(p.numel() for p in tied.parameters()))
 #   `prefix + "." + child_name` (or `child_name`);
 # - a parameter object already in the list is **not** added again, whichever path reaches it.
 #
-# Use only `_parameters` and `_modules` (not `module.named_parameters`, which is what you are rebuilding).
+# Use only `_parameters` and `_modules`: do not call `module.named_parameters` (it is what you are rebuilding),
+# nor `module.parameters` or `module._named_members`, which walk the tree for it.
 #
 # *Hint:* a recursive helper that shares one `seen` set of `id(parameter)` values across the whole walk.
 
@@ -814,7 +815,8 @@ print("after a new shape:    ", conv_plan.cache_info())
 # - return the numpy array `F.conv2d` would compute: shape `(N, C_out, Ho, Wo)` with
 #   $H_o = \lfloor (H + 2p - k_h)/s \rfloor + 1$ (same for $W_o$), the same dtype as `x`;
 # - build the windows as a view (no Python loop over pixels or channels), then one matrix product. The check
-#   counts the lines of Python your function runs on a 130x130 image: a loop over its pixels shows.
+#   counts the lines of Python your function runs on a 130x130 image: a loop over its pixels shows. Do not
+#   call `sys.settrace` or `sys.setprofile`: switching the check's line counter off would hide a loop from it.
 #
 # *Hint:* `np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))` has shape
 # `(N, C, H', W', kh, kw)`; slice `[:, :, ::stride, ::stride]`, move the channel axis next to the kernel axes
