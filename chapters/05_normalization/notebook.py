@@ -465,9 +465,10 @@ print("largest |sum of dx * xhat| over the channels: ", f"{(x0.grad * xhat0).sum
 # `gamma` has shape `(C,)`. Return `(dx, dgamma, dbeta)`: `dx` of `x`'s shape, the other two of shape `(C,)`.
 #
 # Use the boxed formula, not autograd: recompute the per-channel mean and $r$ from `x` (biased variance,
-# `eps` inside the square root), form $\hat x$ and $d = $ `dy * gamma`, then `dx`, `dgamma`, `dbeta`. The
-# check compares your three arrays with course_lib's autograd through the unfused composition (the
-# `unfused_batch_norm` above).
+# `eps` inside the square root), form $\hat x$ and $d = $ `dy * gamma`, then `dx`, `dgamma`, `dbeta`. Do not
+# call `Tensor.backward`, `cl.autograd.backward`, `cl.autograd.grad` or the engine's `run_backward` (in
+# `course_lib.autograd.engine`): autograd is what the formula replaces. The check compares your three arrays
+# with course_lib's autograd through the unfused composition (the `unfused_batch_norm` above).
 #
 # *Hint:* work with keepdims arrays over `axes = (0, 2, 3, ...)`: `d.mean(axis=axes, keepdims=True)` is
 # $\overline d$, broadcast back over every value of its channel. `dgamma` and `dbeta` are sums over the same
