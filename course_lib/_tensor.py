@@ -209,9 +209,6 @@ class Tensor(TensorBase, VariableMethods, PythonMethods):
         a = self._np()
         return a.astype(dtype) if dtype is not None else a
 
-    def __hash__(self):
-        return id(self)
-
     def __repr__(self, *, tensor_contents=None) -> str:
         from ._tensor_str import tensor_repr
         return tensor_repr(self)

@@ -103,6 +103,13 @@ def test_no_name_is_both_generated_and_hand_written():
                                                                        "__qualname__"}
     for cls in (cl.Tensor, _tensor_base.TensorBase, python_methods.PythonMethods):
         assert not generated & set(vars(cls)), (cls.__name__, sorted(generated & set(vars(cls))))
+    # and no member is written twice by hand (one body's def hiding another's)
+    plumbing = {"__module__", "__doc__", "__slots__", "__qualname__", "__dict__", "__weakref__", "__new__"}
+    bodies = (cl.Tensor, _tensor_base.TensorBase, python_methods.PythonMethods)
+    for i, a in enumerate(bodies):
+        for b in bodies[i + 1:]:
+            both = (set(vars(a)) & set(vars(b))) - plumbing
+            assert not both, (a.__name__, b.__name__, sorted(both))
     functions = set(python_torch_functions.__all__)
     from course_lib import _creation, _random
     for mod in (python_methods, _creation, _random):

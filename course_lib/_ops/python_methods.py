@@ -123,7 +123,9 @@ class PythonMethods:
             return dispatch(OPS["ge"], (self, other))
         return NotImplemented
 
-    __hash__ = TensorBase.__hash__  # defining __eq__ would otherwise make tensors unhashable
+    def __hash__(self):
+        # by identity, as in PyTorch (defining __eq__ would otherwise make tensors unhashable)
+        return id(self)
 
     # -- reflected operators: 2 + x is x.__radd__(2) ----------------------------------------
     # (those that need a number as a tensor, __rfloordiv__, __rmod__ and __rpow__, are in _tensor.py)
