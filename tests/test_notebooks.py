@@ -175,3 +175,20 @@ def test_solutions_pass_and_learner_notebooks_fail_the_grader():
         # no other cell fails: a demo that needs an unfinished exercise says so in one line, or falls back
         # on the reference (chapter 04's figure)
         assert res.notes == [], f"{res.path}: {res.notes}"
+
+
+@params
+def test_task_text_names_every_forbidden_call(path):
+    """Every function an exercise's check forbids is named, in backticks, in the markdown above its solution:
+    a learner never meets a rule the task did not state."""
+    missing, task, seen = [], "", set()
+    for cell in nbio.read(path).cells:
+        if cell.cell_type == "markdown":
+            task = cell.source
+        elif nbio.is_solution(cell) and (ex := nbio.exercise_of(cell)) not in seen:
+            seen.add(ex)
+            for shown, fn in get_exercise(ex).forbid.items():
+                name = getattr(fn, "__name__", shown.rsplit(".", 1)[-1])
+                if not re.search(rf"`[^`\n]*(?<!\w){re.escape(name)}(?!\w)[^`\n]*`", task):
+                    missing.append(f"{ex}: {shown}")
+    assert not missing, missing
