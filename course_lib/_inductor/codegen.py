@@ -18,6 +18,8 @@ from .scheduler import FusionGroup
 
 #: below this many elements a kernel runs on one thread (starting threads costs more than it saves)
 PARALLEL_THRESHOLD = 1 << 16
+#: elements per block of a kernel that checks its sin/cos arguments
+BLOCK = 1 << 14
 
 
 def _maximum(a: str, b: str) -> str:   # NaN-propagating, as torch.maximum
@@ -116,7 +118,7 @@ def _values_body(group: FusionGroup, names: dict[int, str], outs: dict[int, str]
             expr = f"{FAST_FLOAT32[v.op]}({ops[0]})"
             if v.op in ("sin", "cos"):
                 n_trig += 1
-                body.append(f"        nbig += np.int32(abs({ops[0]}) >= TRIG_LIMIT)")
+                body.append(f"        big += np.int32(abs({ops[0]}) >= TRIG_LIMIT)")
         else:
             expr = PRIMITIVES[v.op](*ops)
         if v.op in COMPARISONS or v.op.startswith("logical_") or cdt != v.dtype:
@@ -165,12 +167,18 @@ def kernel_source(group: FusionGroup) -> tuple[str, str]:
 
     fast_body, n_trig = _values_body(group, names, outs, fast=True)
     lines = [header_line(group, params), f"    # {' -> '.join(v.op for v in group.values)}; shape {shape}"]
-    if n_trig:
-        lines.append("    nbig = np.int32(0)")
-    lines += [f"    for i in {loop}({n}):", *body, *fast_body]
-    if n_trig:
+    if not n_trig:
+        lines += [f"    for i in {loop}({n}):", *body, *fast_body]
+    else:   # blocks, each counting its too-large sin/cos arguments in a local (a vectorisable reduction)
+        nblocks = -(-n // BLOCK)
+        lines += [f"    nbig = np.zeros({nblocks}, np.int32)",
+                  f"    for b in {loop}({nblocks}):",
+                  "        big = np.int32(0)",
+                  f"        for i in range(b * {BLOCK}, min(b * {BLOCK} + {BLOCK}, {n})):",
+                  *["    " + x for x in body + fast_body],
+                  "        nbig[b] = big"]
         slow_body, _ = _values_body(group, names, outs, fast=False)
-        lines += ["    if nbig > 0:  # sin/cos arguments beyond TRIG_LIMIT: again with the C library's",
+        lines += ["    if nbig.sum() > 0:  # sin/cos arguments beyond TRIG_LIMIT: again with the C library's",
                   f"        for i in {loop}({n}):", *["    " + x for x in body + slow_body]]
     src = "\n".join(lines) + "\n"
     sig = "void(" + ", ".join(f"{_NUMBA_TYPE[v.dtype.name]}[::1]" for v in group.inputs + group.outputs) + ")"

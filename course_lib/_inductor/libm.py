@@ -3,8 +3,10 @@
 numba calls the C library for ``np.exp`` and friends one element at a time, so a fused kernel
 of transcendental ops would be slower than numpy's SIMD loops.  PyTorch's inductor calls Sleef's
 vector functions for the same reason.  These are written with arithmetic, comparisons and
-selects only, which LLVM turns into SIMD code: each evaluates in float64 (range reduction plus
-a polynomial, accurate to ~1e-13 relative), far more than a float32 result needs.  ``sin`` and
+selects only, which LLVM turns into SIMD code.  ``expf`` and ``tanhf`` evaluate in float32 with
+Cephes' polynomials (within 1 ulp of the correctly rounded result); ``sinf`` and ``cosf`` evaluate
+in float64 (range reduction plus a polynomial, ~1e-13 relative), since float32 reduction loses
+accuracy near the zeros of large arguments.  ``sin`` and
 ``cos`` reduce exactly only for ``|x| < 2**20``: a kernel counts the larger arguments as it runs
 and, if there were any, runs its loop again with the C library's functions.  (The counting is
 what keeps a conditional call out of the loop: a call in a branch stops LLVM vectorising it.)
@@ -36,7 +38,7 @@ _ROUND = 6755399441055744.0   # 1.5 * 2**52: adding and subtracting it rounds to
 
 @njit(inline="always", fastmath=False)
 def exp64(x: float) -> float:
-    """exp(x) for float64 x, for results that are then rounded to float32 (|x| clamped to 110)."""
+    """exp(x) for float64 x, for results then rounded to float32 (|x| clamped to 110); unused by kernels."""
     xc = min(max(x, -110.0), 110.0)
     k = (xc * _LOG2E + _ROUND) - _ROUND
     r = (xc - k * _LN2_HI) - k * _LN2_LO
@@ -46,21 +48,44 @@ def exp64(x: float) -> float:
     return x if x != x else p * scale
 
 
+@intrinsic
+def _i32_as_f32(typingctx, i):
+    """The float32 whose bits are the int32 ``i``."""
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.FloatType())
+    return types.float32(types.int32), codegen
+
+
+F = np.float32
+
+
 @njit(inline="always", fastmath=False)
 def expf(x):
-    return np.float32(exp64(np.float64(x)))
+    """exp(x) for float32 x, in float32 (Cephes' expf polynomial; within 1 ulp)."""
+    xc = min(max(x, F(-104.0)), F(89.0))
+    k = (xc * F(1.44269504088896341) + F(12582912.0)) - F(12582912.0)   # round(x / ln 2)
+    r = (xc - k * F(0.693359375)) - k * F(-2.12194440e-4)
+    p = ((((F(1.9875691500e-4) * r + F(1.3981999507e-3)) * r + F(8.3334519073e-3)) * r + F(4.1665795894e-2)) * r
+         + F(1.6666665459e-1)) * r + F(5.0000001201e-1)
+    p = p * r * r + r + F(1.0)
+    ki = np.int32(k)
+    k1 = ki >> 1   # 2**k as two factors, so that subnormal and overflowing results round correctly
+    s1 = _i32_as_f32((k1 + np.int32(127)) << np.int32(23))
+    s2 = _i32_as_f32((ki - k1 + np.int32(127)) << np.int32(23))
+    return x if x != x else p * s1 * s2
 
 
 @njit(inline="always", fastmath=False)
 def tanhf(x):
-    xd = np.float64(x)
-    a = min(abs(xd), 20.0)
-    x2 = xd * xd
-    small = xd + xd * x2 * (-1.0 / 3 + x2 * (2.0 / 15 + x2 * (-17.0 / 315 + x2 * (62.0 / 2835))))
-    e = exp64(2.0 * a)
-    t = (e - 1.0) / (e + 1.0)
-    big = t if xd >= 0 else -t
-    return np.float32(x if x != x else (small if a < 0.0625 else big))
+    """tanh(x) for float32 x, in float32 (Cephes' tanhf: a polynomial below 0.625, else via exp)."""
+    z = abs(x)
+    zz = x * x
+    small = ((((F(-5.70498872745e-3) * zz + F(2.06390887954e-2)) * zz - F(5.37397155531e-2)) * zz
+              + F(1.33314422036e-1)) * zz - F(3.33332819422e-1)) * zz * x + x
+    s = expf(F(2.0) * min(z, F(44.0)))
+    t = F(1.0) - F(2.0) / (s + F(1.0))
+    big = -t if x < 0 else t
+    return x if x != x else (small if z < F(0.625) else big)
 
 
 _PIO2_1 = 1.57079632673412561417e+00
