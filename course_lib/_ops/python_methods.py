@@ -27,7 +27,8 @@ __all__ = ["var", "std", "swapaxes", "swapdims", "clip", "absolute", "negative",
            "subtract", "divide", "true_divide", "greater", "less", "concat", "concatenate"]
 
 # What a binary operator accepts on its right; anything else returns NotImplemented so that Python
-# tries the other operand (``x + "a"`` is Python's TypeError, as in PyTorch).
+# tries the other operand (``x + "a"`` is Python's TypeError, as in PyTorch).  Two tensors of one
+# class, the usual case, are recognised first by a cheaper test than isinstance with a tuple.
 _OPERAND = (TensorBase, int, float, bool)
 
 
@@ -38,52 +39,52 @@ class PythonMethods:
 
     # -- binary operators: x + y is x.add(y), ... -------------------------------------
     def __add__(self, other):
-        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+        if other.__class__ is self.__class__ or isinstance(other, _OPERAND) or hasattr(other, "__index__"):
             return dispatch(OPS["add"], (self, other, 1))
         return NotImplemented
 
     def __sub__(self, other):
-        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+        if other.__class__ is self.__class__ or isinstance(other, _OPERAND) or hasattr(other, "__index__"):
             return dispatch(OPS["sub"], (self, other, 1))
         return NotImplemented
 
     def __mul__(self, other):
-        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+        if other.__class__ is self.__class__ or isinstance(other, _OPERAND) or hasattr(other, "__index__"):
             return dispatch(OPS["mul"], (self, other))
         return NotImplemented
 
     def __truediv__(self, other):
-        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+        if other.__class__ is self.__class__ or isinstance(other, _OPERAND) or hasattr(other, "__index__"):
             return dispatch(OPS["div"], (self, other, None))
         return NotImplemented
 
     def __floordiv__(self, other):
-        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+        if other.__class__ is self.__class__ or isinstance(other, _OPERAND) or hasattr(other, "__index__"):
             return dispatch(OPS["floor_divide"], (self, other))
         return NotImplemented
 
     def __mod__(self, other):
-        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+        if other.__class__ is self.__class__ or isinstance(other, _OPERAND) or hasattr(other, "__index__"):
             return dispatch(OPS["remainder"], (self, other))
         return NotImplemented
 
     def __pow__(self, other):
-        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+        if other.__class__ is self.__class__ or isinstance(other, _OPERAND) or hasattr(other, "__index__"):
             return dispatch(OPS["pow"], (self, other))
         return NotImplemented
 
     def __and__(self, other):
-        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+        if other.__class__ is self.__class__ or isinstance(other, _OPERAND) or hasattr(other, "__index__"):
             return dispatch(OPS["bitwise_and"], (self, other))
         return NotImplemented
 
     def __or__(self, other):
-        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+        if other.__class__ is self.__class__ or isinstance(other, _OPERAND) or hasattr(other, "__index__"):
             return dispatch(OPS["bitwise_or"], (self, other))
         return NotImplemented
 
     def __xor__(self, other):
-        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+        if other.__class__ is self.__class__ or isinstance(other, _OPERAND) or hasattr(other, "__index__"):
             return dispatch(OPS["bitwise_xor"], (self, other))
         return NotImplemented
 
@@ -94,32 +95,32 @@ class PythonMethods:
 
     # -- comparisons ------------------------------------------------------------------
     def __eq__(self, other):
-        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+        if other.__class__ is self.__class__ or isinstance(other, _OPERAND) or hasattr(other, "__index__"):
             return dispatch(OPS["eq"], (self, other))
         return NotImplemented
 
     def __ne__(self, other):
-        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+        if other.__class__ is self.__class__ or isinstance(other, _OPERAND) or hasattr(other, "__index__"):
             return dispatch(OPS["ne"], (self, other))
         return NotImplemented
 
     def __lt__(self, other):
-        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+        if other.__class__ is self.__class__ or isinstance(other, _OPERAND) or hasattr(other, "__index__"):
             return dispatch(OPS["lt"], (self, other))
         return NotImplemented
 
     def __le__(self, other):
-        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+        if other.__class__ is self.__class__ or isinstance(other, _OPERAND) or hasattr(other, "__index__"):
             return dispatch(OPS["le"], (self, other))
         return NotImplemented
 
     def __gt__(self, other):
-        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+        if other.__class__ is self.__class__ or isinstance(other, _OPERAND) or hasattr(other, "__index__"):
             return dispatch(OPS["gt"], (self, other))
         return NotImplemented
 
     def __ge__(self, other):
-        if isinstance(other, _OPERAND) or hasattr(other, "__index__"):
+        if other.__class__ is self.__class__ or isinstance(other, _OPERAND) or hasattr(other, "__index__"):
             return dispatch(OPS["ge"], (self, other))
         return NotImplemented
 
