@@ -404,7 +404,8 @@ class Graph:
         return _InsertPoint(self, n.prepend)
 
     def inserting_after(self, n: Node | None = None) -> _InsertPoint:
-        """``with graph.inserting_after(node):`` new nodes go just after ``node`` (None: the start)."""
+        """``with graph.inserting_after(node):`` new nodes go just after ``node`` (None: the end of the graph,
+        as in torch.fx, whose docstring says "the beginning" while its code appends)."""
         if n is None:
             return self.inserting_before(self._root)
         if n.graph is not self:
