@@ -447,7 +447,7 @@ def test_garbage_collected_iterator_stops_workers():
 
 
 def test_keyboard_interrupt_while_waiting_stops_workers():
-    it = iter(D.DataLoader(Range(8, slow={2}, delay=1.0), batch_size=2, num_workers=1))
+    it = iter(D.DataLoader(Range(8, slow={2}, delay=2.0), batch_size=2, num_workers=1))
     assert next(it).tolist() == [0, 1]
     timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
@@ -545,7 +545,7 @@ def test_persistent_workers_stay_failed_after_a_dead_worker(how, pattern):
 
 
 def test_persistent_workers_restart_after_keyboard_interrupt():
-    loader = D.DataLoader(Range(6, slow={2}, delay=1.0), batch_size=2, num_workers=1, persistent_workers=True)
+    loader = D.DataLoader(Range(6, slow={2}, delay=2.0), batch_size=2, num_workers=1, persistent_workers=True)
     it = iter(loader)
     assert next(it).tolist() == [0, 1]
     timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
