@@ -1,9 +1,9 @@
 # PyTorch from the inside: two commands.
 #   make course   set up (first time) and open the course in JupyterLab
 #   make test     set up (first time), lint (ruff, configured in pyproject.toml) and run every test
-# Set COURSE_REQUIRE_ORACLE=1 to also install the oracles, real PyTorch (torch==2.13.0, CPU) and the
-# reference safetensors package, and make the oracle tests fail instead of skipping when one is
-# missing (CI does this).
+# Set COURSE_REQUIRE_ORACLE=1 to also install the oracles, real PyTorch (torch==2.13.0, CPU), the
+# reference safetensors package and tabulate (torch's print_tabular uses it), and make the oracle tests
+# fail instead of skipping when one is missing (CI does this).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -26,7 +26,7 @@ course: $(STAMP)
 	PATH="$(abspath $(BIN)):$$PATH" OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/jupyter lab notebooks/00_welcome.ipynb
 
 oracle: $(STAMP)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check "torch==2.13.0" "safetensors==0.8.0"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check "torch==2.13.0" "safetensors==0.8.0" "tabulate==0.10.0"
 
 test: $(STAMP)
 	@if [ "$$COURSE_REQUIRE_ORACLE" = "1" ]; then $(MAKE) --no-print-directory oracle; fi
