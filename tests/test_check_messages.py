@@ -32,6 +32,10 @@ def test_nested_containers():
     assert _first_difference({"a": 1}, {"b": 1}) == "keys: missing keys ['b'], unexpected keys ['a']"
     assert _first_difference([1, 2], [1, 2, 3]) == "length: expected 3 items, got 2"
     assert _first_difference([1, 2], [1, 2]) is None
+    assert _first_difference(["ok", {"k": "abc"}], ["ok", {"k": "abd"}]) == \
+        "[1]['k']: at character 2: expected 'd', got 'c'"
+    assert _first_difference([("a", "xy")], [("a", "x")]) == \
+        "[0][1]: lengths differ: expected 1 characters, got 2"
 
 
 def test_the_message_carries_the_difference_line(monkeypatch):

@@ -324,9 +324,10 @@ def _first_difference(got: Any, expected: Any, path: str = "") -> str | None:
         if got == expected:
             return None
         i = next((k for k, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
+        where = f"{path}: " if path else ""
         if i == len(got) or i == len(expected):
-            return f"lengths differ: expected {len(expected)} characters, got {len(got)}"
-        return f"at character {i}: expected {expected[i:i + 20]!r}, got {got[i:i + 20]!r}"
+            return f"{where}lengths differ: expected {len(expected)} characters, got {len(got)}"
+        return f"{where}at character {i}: expected {expected[i:i + 20]!r}, got {got[i:i + 20]!r}"
     e_arr, g_arr = _as_array(expected), _as_array(got)
     if e_arr is not None and g_arr is not None:
         if tuple(e_arr.shape) != tuple(g_arr.shape):
