@@ -500,7 +500,15 @@ class _Generator:
         p = scope.tensors[x]
         self.emit(depth, f"{acc} = {x} * 1.0")
         scope.tensors[acc] = _proxy(p.shape, p.dtype)
-        count = self.pick(["1", "2", "3"] + scope.ints)
+        if self.rng.random() < 0.3:
+            count = self.fresh("k")
+            self.emit(depth, f"{count} = int(abs({x}.sum().item()) * 2) % 3")
+            self.features.update({"item", "item_int"})
+            scope.ints.append(count)
+        elif scope.ints and self.rng.random() < 0.5:
+            count = self.pick(scope.ints)
+        else:
+            count = self.pick(["1", "2", "3"])
         self.features.add("loop")
         if count in scope.ints:
             self.features.add("loop_item_count")
@@ -719,6 +727,17 @@ def generate_program(seed: int) -> Program:
     return _Generator(seed).program()
 
 
+def handmade_program(source: str, args: Sequence[ArgSpec], calls: Sequence[CallSpec], seed: int = -1,
+                     kind: str = "function") -> Program:
+    """A Program from hand-written source (with the random programs' globals and a ``build()``)."""
+    header = "\n".join([
+        "import types", "import course_lib as cl", "import course_lib.nn as nn",
+        "import course_lib.nn.functional as F", "K = 0.5", "FLAG = True", "CALLS = 0", "LOG = []",
+        "LEAVES = []", "STATE = types.SimpleNamespace(n=0, scale=1.0)", "GT = cl.tensor(1.5)", "", "",
+    ])
+    return Program(seed, header + source, kind, tuple(args), tuple(calls), frozenset())
+
+
 # --------------------------------------------------------------------------------------------
 # harness
 # --------------------------------------------------------------------------------------------
@@ -850,14 +869,13 @@ def _leaves(ns: dict, obj: Any) -> list[Any]:
 
 def _state(ns: dict, obj: Any, args: Sequence[Any]) -> dict[str, Any]:
     """The Python side effects visible after a call."""
-    module = getattr(obj, "_orig_mod", obj)
     state: dict[str, Any] = {
         "LOG": _snap(ns["LOG"], args),
         "STATE": _snap(dict(vars(ns["STATE"])), args),
         "CALLS": ns["CALLS"],
     }
-    if isinstance(module, cl.nn.Module):
-        plain = {k: v for k, v in vars(module).items() if not k.startswith("_")}
+    if isinstance(obj, cl.nn.Module):
+        plain = {k: v for k, v in vars(obj).items() if not k.startswith("_")}
         state["module"] = _snap(plain, args)
     return state
 
@@ -912,10 +930,11 @@ def _backward(result: Any, seed: int) -> tuple[str, Any] | None:
 
 
 def check_program(program: Program, compile_fn: Callable[..., Any], backend: Any,
-                  exact: bool | None = None) -> None:
+                  exact: bool | None = None, after_call: Callable[[int, CallSpec], None] | None = None) -> None:
     """Run ``program`` eagerly and through ``compile_fn(obj, backend=backend)``, comparing every call.
 
-    Raises :class:`Divergence` with the seed, call and source on the first difference.
+    ``after_call(i, call)`` runs after call ``i`` has been compared. Raises :class:`Divergence` with
+    the seed, call and source on the first difference.
     """
     if exact is None:
         exact = backend == "eager"
@@ -956,7 +975,7 @@ def check_program(program: Program, compile_fn: Callable[..., Any], backend: Any
         d = comparer.stdout_diff(out_e.stdout, out_c.stdout)
         if d:
             fail(i, call, d)
-        d = comparer.diff(("dict", _state(eager_ns, eager_obj, args_e)), ("dict", _state(comp_ns, compiled, args_c)),
+        d = comparer.diff(("dict", _state(eager_ns, eager_obj, args_e)), ("dict", _state(comp_ns, comp_base, args_c)),
                           "side effects")
         if d:
             fail(i, call, d)
@@ -965,17 +984,20 @@ def check_program(program: Program, compile_fn: Callable[..., Any], backend: Any
             if b_e != b_c:
                 fail(i, call, f"backward: eager {b_e!r}, compiled {b_c!r}")
             grads_e = [t.grad for t in args_e + _leaves(eager_ns, eager_obj)]
-            grads_c = [t.grad for t in args_c + _leaves(comp_ns, compiled)]
+            grads_c = [t.grad for t in args_c + _leaves(comp_ns, comp_base)]
             d = comparer.diff(_snap(grads_e), _snap(grads_c), "grads of inputs and leaves")
             if d:
                 fail(i, call, d)
+        if after_call is not None:
+            after_call(i, call)
 
 
-def check_seeds(seeds: Sequence[int], compile_fn: Callable[..., Any], backend: Any) -> int:
+def check_seeds(seeds: Sequence[int], compile_fn: Callable[..., Any], backend: Any,
+                exact: bool | None = None) -> int:
     """check_program over ``seeds``; returns how many calls were compared."""
     n = 0
     for seed in seeds:
         program = generate_program(seed)
-        check_program(program, compile_fn, backend)
+        check_program(program, compile_fn, backend, exact)
         n += len(program.calls)
     return n
