@@ -56,4 +56,14 @@ from .autograd import nn_derivatives as _nn_derivatives
 from .autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .serialization import load, save
 
+from . import compiler
+
 __version__ = "0.1.0"
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None,  # noqa: A001
+            disable=False):
+    """Compile a function or module with graph capture (``torch.compile``); see ``course_lib._dynamo``."""
+    from ._dynamo.eval_frame import compile as _compile
+    return _compile(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
+                    disable=disable)

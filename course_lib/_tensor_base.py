@@ -200,11 +200,11 @@ class TensorBase:
 
     @property
     def is_meta(self) -> bool:
-        return self._storage.data is None
+        return self._storage.device == "meta"
 
     @property
     def is_cpu(self) -> bool:
-        return self._storage.data is not None
+        return self._storage.device != "meta"
 
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point

@@ -50,7 +50,11 @@ grad_state = _GradState()
 def dispatch(op, args: tuple):
     """Run ``op`` on ``args`` (positional, in schema order) through modes -> Autograd -> backend."""
     # 1. modes: the innermost one gets the call, popped while it runs
-    if _mode_stack and not op.composite:
+    if _mode_stack:
+        if op.composite:
+            # a composite's kernel is its decomposition on every device (and a mode may hold tensors
+            # whose data must not be read here, such as graph capture's lazy tensors)
+            return op.cpu(*args)
         mode = _mode_stack.pop()
         try:
             return mode.__torch_dispatch__(op, _types(op, args), args, {})

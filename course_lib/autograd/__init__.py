@@ -20,6 +20,11 @@ __all__ = ["backward", "grad", "Function", "gradcheck", "gradgradcheck", "no_gra
            "set_grad_enabled", "inference_mode", "is_grad_enabled"]
 
 
+# Set by course_lib._dynamo: graph capture ends its graph before the engine runs, and the engine's
+# ops run eagerly; the hook returns the function that resumes capture.
+_pre_engine_hook = None
+
+
 def _as_tuple(x):
     if x is None:
         return None
@@ -41,7 +46,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     ins = _as_tuple(inputs)
     if ins is not None and len(ins) == 0:
         raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-    engine.run_backward(outs, grads, retain_graph, create_graph, inputs=ins, accumulate=True)
+    if _pre_engine_hook is None:
+        engine.run_backward(outs, grads, retain_graph, create_graph, inputs=ins, accumulate=True)
+        return
+    resume = _pre_engine_hook("Tensor.backward() runs the autograd engine")
+    try:
+        engine.run_backward(outs, grads, retain_graph, create_graph, inputs=ins, accumulate=True)
+    finally:
+        resume()
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=None,
@@ -59,8 +71,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         retain_graph = create_graph
     if allow_unused is None:
         allow_unused = materialize_grads
-    res = engine.run_backward(outs, gos, retain_graph, create_graph, inputs=ins, accumulate=False,
-                              allow_unused=allow_unused)
+    resume = _pre_engine_hook("autograd.grad() runs the autograd engine") if _pre_engine_hook else None
+    try:
+        res = engine.run_backward(outs, gos, retain_graph, create_graph, inputs=ins, accumulate=False,
+                                  allow_unused=allow_unused)
+    finally:
+        if resume is not None:
+            resume()
     if materialize_grads:
         from .._creation import zeros_like
         res = tuple(zeros_like(i) if g is None else g for g, i in zip(res, ins))

@@ -1,0 +1,1066 @@
+"""Capture while the Python runs: lazy tensors, graph breaks, and the cache of recorded calls.
+
+In PyTorch: ``torch/_dynamo`` reads a frame's *bytecode* and symbolically runs it; a graph break
+compiles the graph so far and makes a resume function of the rest.  course_lib captures one level
+lower, at the dispatcher, the way LazyTensor does, so nothing depends on the Python version:
+
+- A compiled call runs the user's Python for real under ``Capture``, a dispatch mode.  Each op that
+  reaches the dispatcher is *recorded* instead of computed: its result is a *lazy tensor*, a real
+  ``Tensor`` whose storage (a ``_LazyStorage``) has no data yet.  The shapes, strides and dtypes come
+  from running the op on meta tensors, so shape and dtype errors are raised where eager raises them.
+- A real tensor an op reads (an argument, a global, a closure cell, a module's parameter) becomes a
+  placeholder of the graph when it is first used.
+- **A graph break is a materialisation.**  When Python needs a lazy tensor's values (``if t:``,
+  ``.item()``, ``.tolist()``, printing, ``.numpy()``, any read of ``storage.data``, ``.backward()``),
+  and at every ``print``, the current graph ends: its outputs are the tensor that forced the break,
+  then every other lazy tensor still alive, in node order.  The backend compiles it, it runs on the
+  real inputs (outside the mode, so autograd records it), each lazy tensor receives its values and
+  its ``grad_fn``, and capture goes on with a fresh graph.  The user's Python always runs, so its side
+  effects (prints, appends, attribute writes, exceptions) are those of eager execution.
+- Ops that need values run eagerly, after a break if an input is lazy: ops whose output shape
+  depends on the data (``nonzero``, boolean-mask ``index``), ops whose errors depend on it (``index``,
+  ``gather``, ``embedding``, ``nll_loss``, ...), random ops (so the random stream is drawn in eager
+  order), views of real tensors (cheap, and they alias exactly), and in-place ops on real tensors.
+  An in-place op on a lazy tensor that owns its storage alone is recorded as its out-of-place twin.
+- Grad mode is fixed per graph: an op under another grad mode ends the graph first.
+
+Node targets are the Python-level callables the user wrote where one op came from one call:
+``operator.add`` for ``+``, ``call_method sum`` for ``b.sum()``, ``course_lib.abs`` for
+``course_lib.abs(a)``; otherwise the registry's op (``aten.mm`` inside ``matmul``).  Arguments that
+still have their schema default are left out.  Names follow Dynamo: placeholders ``l_<var>_``
+(target ``L_<var>_``), ``g_<var>_`` for globals, ``l_self_modules_lin_parameters_weight_`` for a
+module's parameter; while recording, a ``sys.settrace`` line hook on the user's frames renames a node
+after the local variable that holds it (Dynamo's ``STORE_FAST`` name hint): ``x``, ``b``.
+
+**The cache** is a tree per code object.  Each ``_Step`` is one op with its *key* (the op, grad mode,
+and its arguments: tensors as graph positions, new inputs with their metadata, constants with their
+type), its outputs' metadata and its children; each ``_End`` is a graph break after that step, with
+the compiled graph and the root of the next graph.  A later call *replays*: each op's key is compared
+with the children of the current step; on a match the lazy result is made from the recorded
+metadata (no meta run, no graph node).  No match is a failed guard: the call records from there on
+(a new branch, compiled at its break: a recompilation), up to ``config.recompile_limit`` branches;
+past it the rest of the call runs eagerly, with a warning worded like torch's.
+"""
+from __future__ import annotations
+
+import builtins
+import operator
+import os
+import sys
+import sysconfig
+import threading
+import time
+import traceback
+import warnings
+import weakref
+from typing import Any, Callable
+
+import numpy as np
+
+from .._ops import dispatcher as _dispatcher
+from .._ops.dispatcher import grad_state
+from .._storage import Storage
+from .._tensor_base import TensorBase
+from ..utils._python_dispatch import TorchDispatchMode, _defaults, _is_default
+from . import guards as _guards
+from .config import config
+
+__all__ = ["Capture", "CodeCache", "current_capture", "is_lazy"]
+
+_DATA = Storage.__dict__["data"]
+_COURSE_LIB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_STDLIB_DIRS = tuple({os.path.abspath(p) + os.sep for p in (sysconfig.get_paths()["stdlib"],
+                                                            sysconfig.get_paths()["platstdlib"])})
+_tls = threading.local()
+
+
+def current_capture() -> "Capture | None":
+    """The capture running in this thread, or None."""
+    return getattr(_tls, "capture", None)
+
+
+# ---------------------------------------------------------------------------
+# lazy storage and tensors
+# ---------------------------------------------------------------------------
+class _LazyStorage(Storage):
+    """A storage whose values are not computed yet: reading ``data`` forces a graph break.
+
+    ``_capture`` is the capture that will fill it (None once filled); ``_root`` is the graph position
+    of the op that made it (a view of a lazy tensor shares its base's storage).
+    """
+
+    __slots__ = ("_capture", "_root", "_layout")
+
+    def __init__(self, capture: "Capture", dtype, size: int, root: int, layout: tuple) -> None:
+        _DATA.__set__(self, None)
+        self.dtype = dtype
+        self.device = "cpu"
+        self._size = size
+        self._nbytes = size * dtype.itemsize
+        self._owner = None
+        self._capture = capture
+        self._root = root
+        self._layout = layout   # (shape, stride, offset) of the root tensor
+
+    @property
+    def data(self):
+        cap = self._capture
+        if cap is not None:
+            cap.graph_break(_reason_from_stack(), self)
+        return _DATA.__get__(self)
+
+    @data.setter
+    def data(self, value) -> None:
+        _DATA.__set__(self, value)
+
+    def __del__(self) -> None:  # the memory belongs to the storage it adopted (its _owner)
+        pass
+
+
+def is_lazy(t: Any) -> bool:
+    """Is ``t`` a tensor whose values a running capture has not computed yet?"""
+    st = t._storage
+    return type(st) is _LazyStorage and st._capture is not None
+
+
+class _LazyGradFn:
+    """The ``grad_fn`` of a lazy tensor that requires grad: using it forces a graph break."""
+
+    __slots__ = ("_ref",)
+
+    def __init__(self, t: TensorBase) -> None:
+        self._ref = weakref.ref(t)
+
+    def _real(self):
+        t = self._ref()
+        if t is None:
+            return None
+        cap = current_capture()
+        if cap is not None and is_lazy(t):
+            cap.graph_break(("Tensor.grad_fn of a tensor computed in the graph", _user_stack()), t._storage)
+        return t.grad_fn
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real(), name)
+
+    def __call__(self, *args: Any) -> Any:
+        return self._real()(*args)
+
+    def __repr__(self) -> str:
+        return repr(self._real())
+
+
+# ---------------------------------------------------------------------------
+# break reasons: what the Python was doing when it needed values
+# ---------------------------------------------------------------------------
+_REASONS = {
+    "__bool__": "generic_jump TensorVariable()",
+    "item": "Unsupported Tensor.item() call with capture_scalar_outputs=False",
+    "tolist": "Tensor.tolist() with non-integer tensor",
+    "__int__": "Tensor.__int__() needs the tensor's value",
+    "__float__": "Tensor.__float__() needs the tensor's value",
+    "__index__": "Tensor.__index__() needs the tensor's value",
+    "__repr__": "Tensor.__repr__() (printing a tensor) needs its values",
+    "__str__": "Tensor.__repr__() (printing a tensor) needs its values",
+    "__format__": "Tensor.__format__() needs the tensor's value",
+    "numpy": "Tensor.numpy() needs the tensor's values",
+    "__array__": "Tensor.__array__() (numpy) needs the tensor's values",
+    "backward": "Tensor.backward() runs the autograd engine",
+}
+_PRINT_REASON = "Failed to trace builtin operator"
+
+
+def _is_user_file(filename: str) -> bool:
+    return not filename.startswith(_COURSE_LIB_DIR) and not filename.startswith(_STDLIB_DIRS)
+
+
+def _user_stack(frame=None) -> list:
+    """The innermost user frame as a one-element ``[FrameSummary]`` (as Dynamo's ``user_stack``)."""
+    f = frame or sys._getframe(1)
+    while f is not None and not _is_user_file(f.f_code.co_filename):
+        f = f.f_back
+    if f is None:
+        return []
+    return [traceback.FrameSummary(f.f_code.co_filename, f.f_lineno, f.f_code.co_name, lookup_line=False)]
+
+
+def _reason_from_stack() -> tuple:
+    """(reason text, user stack, forcing tensor or None) for a read of a lazy storage's data."""
+    f = sys._getframe(2)
+    entry = None
+    while f is not None and not _is_user_file(f.f_code.co_filename):
+        entry = f
+        f = f.f_back
+    forcing = None
+    if entry is not None:
+        name = entry.f_code.co_name
+        reason = _REASONS.get(name)
+        if reason is None:
+            reason = f"{name}() reads the values of a tensor"
+        if name == "tolist" and not entry.f_locals.get("self").dtype.is_floating_point:
+            reason = "Tensor.tolist() needs the tensor's values"
+        self_ = entry.f_locals.get("self")
+        if isinstance(self_, TensorBase):
+            forcing = self_
+    else:
+        reason = "the values of a tensor were read"
+    stack = [] if f is None else [traceback.FrameSummary(f.f_code.co_filename, f.f_lineno, f.f_code.co_name,
+                                                         lookup_line=False)]
+    return reason, stack, forcing
+
+
+# ---------------------------------------------------------------------------
+# the cache: a tree of recorded steps
+# ---------------------------------------------------------------------------
+class _Step:
+    """One recorded op (or the root of a graph, with ``op`` None), its outputs and what follows it."""
+
+    __slots__ = ("key", "op", "parent", "children", "outs", "sources", "style", "renames", "ends", "n_nodes",
+                 "n_inputs", "guards")
+
+    def __init__(self, key: tuple | None, op, parent: "_Step | None", n_nodes: int, n_inputs: int) -> None:
+        self.key = key
+        self.op = op
+        self.parent = parent
+        self.children: list[_Step] = []
+        self.outs: Any = None        # metadata of the result(s), or ("arg", i): the op returned its argument i
+        self.sources: list[str] = []  # the placeholder target of each new input this op reads
+        self.style: tuple = ()        # how the FX node calls it: (opcode, target, argument positions)
+        self.renames: list[tuple[int, str]] = []  # (graph position, variable name) seen after this op
+        self.ends: list[_End] = []
+        self.n_nodes = n_nodes      # graph positions used before this op
+        self.n_inputs = n_inputs    # graph inputs before this op
+        self.guards: list = []
+
+
+class _End:
+    """A graph break after a step: the graph's outputs, the compiled graph, and the next graph's root."""
+
+    __slots__ = ("outputs", "compiled", "gm", "next", "compile_time")
+
+    def __init__(self, outputs: tuple, compiled: Callable | None, gm, compile_time: float) -> None:
+        self.outputs = outputs
+        self.compiled = compiled
+        self.gm = gm
+        self.next = _Step(None, None, None, 0, 0)
+        self.compile_time = compile_time
+
+
+class CodeCache:
+    """The cache of one compiled function (one code object): the tree of its recorded calls."""
+
+    def __init__(self, backend: Callable, dynamic: bool, fullgraph: bool, name: str, where: str) -> None:
+        self.root = _Step(None, None, None, 0, 0)
+        self.backend = backend
+        self.dynamic = dynamic
+        self.fullgraph = fullgraph
+        self.name = name
+        self.where = where
+        self.entries = 0          # calls that recorded something new (the first one included)
+        self.warned = False
+        self.graphs: list = []    # every GraphModule compiled, in order
+        self.last_reason = ""
+
+
+# ---------------------------------------------------------------------------
+# op classification
+# ---------------------------------------------------------------------------
+# outputs or errors that depend on the values: materialise the inputs and run eagerly
+_EAGER_OPS = frozenset({
+    "nonzero", "index", "index_put", "index_put_", "index_select", "gather", "scatter_add", "_view_gather",
+    "_view_scatter", "embedding", "embedding_dense_backward", "nll_loss_forward", "nll_loss_backward",
+    "unique", "masked_select", "take", "multinomial", "_local_scalar_dense", "item",
+})
+# the random stream is drawn in eager order: random ops run eagerly
+_RANDOM_OPS = frozenset({
+    "rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "randperm", "uniform_", "normal_",
+    "bernoulli", "bernoulli_", "random_", "exponential_", "geometric_", "cauchy_", "log_normal_", "dropout",
+    "native_dropout", "poisson",
+})
+
+_OPERATORS = {
+    "__add__": ("add", operator.add, 2), "__sub__": ("sub", operator.sub, 2), "__mul__": ("mul", operator.mul, 2),
+    "__truediv__": ("div", operator.truediv, 2), "__floordiv__": ("floor_divide", operator.floordiv, 2),
+    "__mod__": ("remainder", operator.mod, 2), "__pow__": ("pow", operator.pow, 2),
+    "__lt__": ("lt", operator.lt, 2), "__le__": ("le", operator.le, 2), "__gt__": ("gt", operator.gt, 2),
+    "__ge__": ("ge", operator.ge, 2), "__eq__": ("eq", operator.eq, 2), "__ne__": ("ne", operator.ne, 2),
+    "__and__": ("bitwise_and", operator.and_, 2), "__or__": ("bitwise_or", operator.or_, 2),
+    "__xor__": ("bitwise_xor", operator.xor, 2), "__neg__": ("neg", operator.neg, 1),
+    "__invert__": ("bitwise_not", operator.invert, 1), "__abs__": ("abs", operator.abs, 1),
+}
+_METHOD_FILES = ("python_variable_methods.py", "_tensor.py", "python_methods.py")
+_FUNCTION_FILES = ("python_torch_functions.py", "python_methods.py", "functional.py")
+
+
+def _style(op, args: tuple) -> tuple:
+    """How the FX node calls ``op``: found from the course_lib function the user's frame called."""
+    f = sys._getframe(1)
+    entry = None
+    while f is not None and not _is_user_file(f.f_code.co_filename):
+        entry = f
+        f = f.f_back
+    defaults = _defaults(op)
+    n = len(args)
+    last = n
+    while last > 0 and (op.args[last - 1].kwarg_only or _is_default(args[last - 1], defaults[last - 1])):
+        last -= 1
+    kw = tuple(i for i in range(last, n) if op.args[i].kwarg_only and not _is_default(args[i], defaults[i]))
+    if entry is not None:
+        name = entry.f_code.co_name
+        fname = os.path.basename(entry.f_code.co_filename)
+        opinfo = _OPERATORS.get(name)
+        if opinfo is not None and opinfo[0] == op.name and last <= opinfo[2] and not kw:
+            return ("call_function", opinfo[1], tuple(range(opinfo[2])), ())
+        if name == op.name and not op.manual_binding:
+            is_method = "." in getattr(entry.f_code, "co_qualname", "")
+            if fname in _METHOD_FILES and is_method and "method" in op.variants:
+                return ("call_method", op.name, tuple(range(last)), kw)
+            if fname in _FUNCTION_FILES and "function" in op.variants:
+                import course_lib
+                fn = getattr(course_lib, op.name, None)
+                if fn is not None:
+                    return ("call_function", fn, tuple(range(last)), kw)
+    return ("call_function", op, tuple(range(n)), ())
+
+
+def _meta_of(t: TensorBase) -> tuple:
+    return (t._shape, t._stride, t._offset, t.dtype, t._requires_grad, type(t))
+
+
+def _out_meta(t: TensorBase, storages: dict, args: tuple) -> tuple:
+    """(shape, stride, offset, dtype, requires_grad, storage size, position of the argument it views)."""
+    view_of = storages.get(id(t._storage))
+    return (t._shape, t._stride, t._offset, t.dtype, t._requires_grad, t._storage._size, view_of)
+
+
+# ---------------------------------------------------------------------------
+# print and settrace hooks
+# ---------------------------------------------------------------------------
+_real_print = builtins.print
+_hook_depth = [0]
+_hook_lock = threading.Lock()
+
+
+def _capturing_print(*args: Any, **kwargs: Any) -> None:
+    cap = current_capture()
+    if cap is not None and not cap.breaking and not cap.disabled:
+        cap.graph_break((_PRINT_REASON, _user_stack(sys._getframe(1))), None, from_print=True)
+    _real_print(*args, **kwargs)
+
+
+def _install_print() -> None:
+    with _hook_lock:
+        if _hook_depth[0] == 0:
+            builtins.print = _capturing_print
+        _hook_depth[0] += 1
+
+
+def _uninstall_print() -> None:
+    with _hook_lock:
+        _hook_depth[0] -= 1
+        if _hook_depth[0] == 0:
+            builtins.print = _real_print
+
+
+def _global_trace(frame, event: str, arg: Any):
+    if event == "call" and _is_user_file(frame.f_code.co_filename):
+        return _local_trace
+    return None
+
+
+def _local_trace(frame, event: str, arg: Any):
+    cap = current_capture()
+    if cap is not None and cap.tracing and not cap.breaking:
+        cap.name_locals(frame)
+    return _local_trace
+
+
+# ---------------------------------------------------------------------------
+# the capture mode
+# ---------------------------------------------------------------------------
+class Capture(TorchDispatchMode):
+    """One compiled call: records (or replays) the ops the Python dispatches, and breaks graphs."""
+
+    def __init__(self, cache: CodeCache, code, *, explain: list | None = None) -> None:
+        self.cache = cache
+        self.code = code
+        self.explain = explain          # a list collecting (reason, user_stack) of each break
+        self.breaking = False
+        self.disabled = False           # past the recompile limit: the rest of the call runs eagerly
+        self.tracing = False
+        self.recorded = False           # this call added steps to the tree
+        self._start_graph(cache.root)
+
+    # -- graph state -----------------------------------------------------------------
+    def _start_graph(self, root: _Step) -> None:
+        self.cursor = root
+        self.inputs: list = []
+        self.in_ids: dict[int, int] = {}
+        self.in_storages: set[int] = set()
+        self.lazies: list = []           # (graph position, weakref to the lazy tensor)
+        self.n_nodes = 0
+        self.named: set[int] = set()
+        self.sym: dict[int, int] = {}    # dynamic=True: size value -> symbol number
+
+    # -- entering and leaving ---------------------------------------------------------
+    def __enter__(self) -> "Capture":
+        self._prev = current_capture()
+        _tls.capture = self
+        _install_print()
+        if self.cache.entries == 0:
+            self._start_tracing()
+        return super().__enter__()
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        try:
+            super().__exit__(exc_type, exc, tb)
+        finally:
+            self._stop_tracing()
+            _uninstall_print()
+            _tls.capture = self._prev
+        return False
+
+    def finish(self) -> None:
+        """The call returned (or raised): end the last graph."""
+        self.graph_break(("return", []), None, final=True)
+
+    def _start_tracing(self) -> None:
+        if self.tracing:
+            return
+        self.tracing = True
+        self._old_trace = sys.gettrace()
+        sys.settrace(_global_trace)
+        f = sys._getframe(1)
+        while f is not None:
+            if _is_user_file(f.f_code.co_filename):
+                f.f_trace = _local_trace
+            f = f.f_back
+
+    def _stop_tracing(self) -> None:
+        if self.tracing:
+            sys.settrace(self._old_trace)
+            f = sys._getframe(1)
+            while f is not None:
+                if f.f_trace is _local_trace:
+                    f.f_trace = None
+                f = f.f_back
+            self.tracing = False
+
+    def name_locals(self, frame) -> None:
+        """Name the nodes of lazy tensors held by the frame's locals after their variables."""
+        for name, v in frame.f_locals.items():
+            if isinstance(v, TensorBase) and is_lazy(v):
+                j = v.__dict__.get("_dynamo_node")
+                if j is not None and j not in self.named and v._storage._capture is self:
+                    self.named.add(j)
+                    self.cursor.renames.append((j, name))
+
+    # -- ops ------------------------------------------------------------------------------
+    def _enc(self, a: Any, new: list) -> Any:
+        """An argument as part of an op's key: tensors by graph position, constants with their type."""
+        if isinstance(a, TensorBase):
+            st = a._storage
+            if type(st) is _LazyStorage and st._capture is self:
+                return a.__dict__["_dynamo_node"]
+            k = self.in_ids.get(id(a))
+            if k is not None:
+                return -1 - k
+            self.in_ids[id(a)] = len(self.inputs)
+            self.inputs.append(a)
+            self.in_storages.add(id(st))
+            new.append(a)
+            return ("new", self._dyn_meta(a) if self.cache.dynamic else _meta_of(a))
+        if isinstance(a, (list, tuple)):
+            return (type(a),) + tuple(self._enc(x, new) for x in a)
+        return (type(a), a)
+
+    def _dyn_meta(self, t: TensorBase) -> tuple:
+        """dynamic=True: sizes as 0, 1 or a symbol (equal sizes share one), not their values."""
+        sizes = []
+        for s in t._shape:
+            if s < 2:
+                sizes.append(s)
+            else:
+                sizes.append(("s", self.sym.setdefault(s, len(self.sym))))
+        return (tuple(sizes), t.dtype, t._requires_grad, type(t), t.is_contiguous())
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if self.disabled or self.breaking:
+            return func(*args)
+        name = func.name
+        if name in _EAGER_OPS or name in _RANDOM_OPS:
+            return self._eager(func, args, f"{name} depends on the values of its inputs"
+                               if name in _EAGER_OPS else f"random op {name} runs eagerly")
+        if func.is_inplace:
+            return self._inplace(func, args)
+        if func.is_view and not self._any_lazy(args):
+            return func(*args)     # a view of a real tensor: cheap, and it aliases exactly
+        if grad_state.enabled is not self._grad() and self.n_nodes:
+            self.graph_break(("grad mode changed", _user_stack()), None)
+        return self._op(func, args)
+
+    def _grad(self) -> bool:
+        return getattr(self, "_seg_grad", grad_state.enabled)
+
+    def _any_lazy(self, args: tuple) -> bool:
+        for a in args:
+            if isinstance(a, TensorBase):
+                if type(a._storage) is _LazyStorage and a._storage._capture is self:
+                    return True
+            elif isinstance(a, (list, tuple)) and self._any_lazy(a):
+                return True
+        return False
+
+    def _eager(self, func, args: tuple, reason: str):
+        if self._any_lazy(args):
+            self.graph_break((reason, _user_stack()), None)
+        return func(*args)
+
+    def _inplace(self, func, args: tuple):
+        self_ = args[0]
+        if isinstance(self_, TensorBase) and is_lazy(self_) and self_._storage._capture is self:
+            functional = func.functional
+            st = self_._storage
+            alone = self._alone(self_)
+            if functional is not None and alone and st._root == self_.__dict__["_dynamo_node"]:
+                self._meta_run(func, args)       # eager's errors for the in-place form
+                out = self._op(functional, args)
+                if isinstance(out, TensorBase) and out._shape == self_._shape and out.dtype == self_.dtype \
+                        and out._stride == self_._stride and type(out._storage) is _LazyStorage:
+                    # self_ now is the functional result: take over its storage and graph position
+                    self_._storage = out._storage
+                    out._storage = Storage(None, out.dtype, "meta", size=0)
+                    self_._requires_grad = out._requires_grad
+                    self_.__dict__["_dynamo_node"] = out.__dict__["_dynamo_node"]
+                    if out._requires_grad:
+                        self_.__dict__["grad_fn"] = _LazyGradFn(self_)
+                    self._replace_lazy(out, self_)
+                    self_._np_cache = None
+                    return self_
+            self.graph_break((f"in-place {func.name} on a tensor computed in the graph", _user_stack()), None)
+            return func(*args)
+        # in-place on a real tensor: the graph may read its old value, or its arguments are lazy
+        if self.n_nodes and (self._any_lazy(args) or (isinstance(self_, TensorBase)
+                                                     and id(self_._storage) in self.in_storages)):
+            self.graph_break((f"in-place {func.name} on a graph input", _user_stack()), None)
+        return func(*args)
+
+    def _alone(self, t: TensorBase) -> bool:
+        st = t._storage
+        for _, r in self.lazies:
+            o = r()
+            if o is not None and o is not t and o._storage is st:
+                return False
+        return True
+
+    def _replace_lazy(self, old: TensorBase, new: TensorBase) -> None:
+        """``new`` (the tensor an in-place op wrote to) takes ``old``'s graph position; its former one is dropped."""
+        j = new.__dict__["_dynamo_node"]
+        ref = weakref.ref(new)
+        self.lazies = [(k, ref if k == j else r) for k, r in self.lazies if k == j or r() is not new]
+        old.__dict__.pop("_dynamo_node", None)
+
+    def _op(self, func, args: tuple):
+        if not self.n_nodes and self.cursor.op is None:
+            self._seg_grad = grad_state.enabled
+        new: list = []
+        key = (func, grad_state.enabled, tuple([self._enc(a, new) for a in args]))
+        for child in self.cursor.children:
+            if child.key == key:
+                break
+        else:
+            if self.cache.entries >= config.recompile_limit and not self.recorded:
+                self._give_up(func, key)
+                return func(*args)
+            child = self._record(func, args, key, new)
+            if child is None:      # not recorded: run it for real, after the graph if it reads lazy tensors
+                self._drop_new_inputs()
+                if self._any_lazy(args):
+                    self.graph_break((f"{func.name} returns an alias of a real tensor", _user_stack()), None)
+                return func(*args)
+            self.cursor = child
+            return self._make(child, args, child.outs)
+        self.cursor = child
+        outs = child.outs
+        if self.cache.dynamic and outs[0] != "arg":
+            outs = self._meta_outs(func, args)[0]   # sizes are symbolic: this call's shapes
+        return self._make(child, args, outs)
+
+    def _give_up(self, func, key: tuple) -> None:
+        """Past the recompile limit: end the graph so far and run the rest of the call eagerly."""
+        cache = self.cache
+        if not cache.warned:
+            cache.warned = True
+            warnings.warn(
+                f"course_lib._dynamo hit config.recompile_limit ({config.recompile_limit})\n"
+                f"   function: {cache.name!r} ({cache.where})\n"
+                f"   last reason: {self._guard_reason(func, key)}\n"
+                "To diagnose recompilation issues, see the chapter on guards.", UserWarning, stacklevel=2)
+        self._drop_new_inputs()
+        self.graph_break(("recompile_limit reached", _user_stack()), None)
+        self.disabled = True
+
+    def _drop_new_inputs(self) -> None:
+        """Forget the inputs an unrecorded key registered (they are not part of the graph so far)."""
+        n = self._inputs_of_path()
+        for a in self.inputs[n:]:
+            self.in_ids.pop(id(a), None)
+        del self.inputs[n:]
+        self.in_storages = {id(a._storage) for a in self.inputs}
+
+    def _inputs_of_path(self) -> int:
+        s = self.cursor
+        return s.n_inputs + len(s.sources) if s.op is not None else 0
+
+    def _guard_reason(self, func, key: tuple) -> str:
+        recorded = [c.key for c in self.cursor.children]
+        if not recorded:
+            return f"a new op {func.name} after the recorded ones"
+        old = recorded[-1]
+        if old[0] is not func:
+            return f"op {old[0].name} expected, {func.name} called"
+        if old[1] != key[1]:
+            return f"grad mode: expected {old[1]}, actual {key[1]}"
+        for i, (o, k) in enumerate(zip(old[2], key[2])):
+            if o != k:
+                if isinstance(o, tuple) and o and o[0] == "new" and isinstance(k, tuple) and k and k[0] == "new":
+                    if o[1][0] != k[1][0]:
+                        return (f"tensor argument {i} of {func.name} size mismatch: expected {list(o[1][0])}, "
+                                f"actual {list(k[1][0])}")
+                    return f"tensor argument {i} of {func.name}: metadata changed ({o[1][1:5]} -> {k[1][1:5]})"
+                return f"argument {i} of {func.name}: expected {o!r}, actual {k!r}"
+        return f"op {func.name}"
+
+    def _meta_run(self, func, args: tuple):
+        """Run ``func`` on meta copies of its arguments; returns (output, meta storage id -> arg position)."""
+        from .._tensor import Tensor
+        storages: dict[int, Storage] = {}
+        positions: dict[int, int] = {}
+
+        def meta(a: Any, pos: int) -> Any:
+            if isinstance(a, TensorBase):
+                st = a._storage
+                m = storages.get(id(st))
+                if m is None:
+                    m = storages[id(st)] = Storage(None, a.dtype if st.dtype is None else st.dtype, "meta",
+                                                   size=st._size)
+                    positions[id(m)] = pos
+                t = Tensor._make(m, a._offset, a._shape, a._stride, a.dtype)
+                t._requires_grad = a._requires_grad
+                return t
+            if isinstance(a, (list, tuple)):
+                return type(a)(meta(x, pos) for x in a)
+            return a
+        margs = tuple(meta(a, i) for i, a in enumerate(args))
+        out = func(*margs)
+        return out, positions, margs
+
+    def _meta_outs(self, func, args: tuple) -> tuple:
+        out, positions, margs = self._meta_run(func, args)
+        if isinstance(out, TensorBase):
+            for i, m in enumerate(margs):
+                if m is out:
+                    return ("arg", i), out
+            return ("one", _out_meta(out, positions, args)), out
+        if isinstance(out, (tuple, list)) and all(isinstance(o, TensorBase) for o in out):
+            return ("many", tuple(_out_meta(o, positions, args) for o in out)), out
+        return None, out
+
+    def _record(self, func, args: tuple, key: tuple, new: list):
+        outs, out = self._meta_outs(func, args)
+        if outs is None:
+            return None        # not a tensor op (a Python value comes back): run it for real
+        if outs[0] != "arg":
+            for m in (outs[1] if outs[0] == "many" else (outs[1],)):
+                if m[6] is not None and not is_lazy(_flat_tensor(args, m[6])):
+                    return None   # an alias of a real tensor: run it eagerly
+        if not self.recorded:
+            self.recorded = True
+            self.cache.entries += 1
+            self.cache.last_reason = ""
+            self._start_tracing()
+        step = _Step(key, func, self.cursor, self.n_nodes, self._inputs_of_path())
+        step.outs = outs
+        step.style = _style(func, args)
+        step.sources = [self._source(a) for a in new]
+        self.cursor.children.append(step)
+        return step
+
+    def _make(self, step: _Step, args: tuple, outs: Any):
+        """The lazy result(s) of ``step`` (or the argument it returned)."""
+        kind, m = outs
+        if kind == "one":
+            return self._lazy(m, args)
+        if kind == "arg":
+            return args[m]
+        return tuple(self._lazy(x, args) for x in m)
+
+    def _lazy(self, m: tuple, args: tuple):
+        from .._tensor import Tensor
+        shape, stride, offset, dtype, rg, size, view_of = m
+        j = self.n_nodes
+        self.n_nodes = j + 1
+        if view_of is None:
+            st = _LazyStorage(self, dtype, size, j, (shape, stride, offset))
+        else:
+            st = _flat_tensor(args, view_of)._storage
+        t = Tensor._make(st, offset, shape, stride, dtype)
+        t._requires_grad = rg
+        d = t.__dict__
+        d["_dynamo_node"] = j
+        if rg:
+            d["grad_fn"] = _LazyGradFn(t)
+        self.lazies.append((j, weakref.ref(t)))
+        return t
+
+    # -- sources of inputs (recording only) -----------------------------------------------
+    def _source(self, t: TensorBase) -> str:
+        """The placeholder target of a real tensor: ``L_a_``, ``G_w_``, ``L_self_modules_lin_parameters_weight_``."""
+        f = sys._getframe(1)
+        root = None
+        while f is not None:
+            if f.f_code is self.code:
+                root = f
+            f = f.f_back
+        frames = [root] if root is not None else []
+        f = sys._getframe(1)
+        while f is not None:
+            if f is not root and _is_user_file(f.f_code.co_filename):
+                frames.append(f)
+            f = f.f_back
+        for fr in frames:
+            local = fr.f_locals
+            for name, v in local.items():
+                if v is t:
+                    return f"L_{name}_"
+            for name, v in local.items():
+                path = _module_path(v, t)
+                if path is not None:
+                    return f"L_{name}_{path}"
+            for name, v in fr.f_globals.items():
+                if v is t and isinstance(v, TensorBase):
+                    return f"G_{name}_"
+        return "L_input_"
+
+    # -- graph breaks -------------------------------------------------------------------------
+    def graph_break(self, why: tuple, storage: Storage | None, *, final: bool = False,
+                    from_print: bool = False) -> None:
+        """End the current graph: compile it (or find it compiled), run it, fill the lazy tensors."""
+        if self.breaking:
+            return
+        reason, stack = why[0], why[1]
+        forcing = why[2] if len(why) > 2 else None
+        if not final and self.explain is not None:
+            self.explain.append((reason, stack))
+        if not final and self.cache.fullgraph and not self.disabled:
+            from .exc import Unsupported
+            if self.n_nodes or not from_print:
+                raise Unsupported(_fullgraph_message(reason, stack))
+        if not self.n_nodes:
+            return
+        self.breaking = True
+        mode_index = self._remove_mode()
+        try:
+            self._materialise(forcing, storage)
+        finally:
+            self._restore_mode(mode_index)
+            self.breaking = False
+
+    def _remove_mode(self) -> int:
+        stack = _dispatcher._mode_stack
+        for i, m in enumerate(stack):
+            if m is self:
+                del stack[i]
+                return i
+        return -1
+
+    def _restore_mode(self, i: int) -> None:
+        if i >= 0:
+            _dispatcher._mode_stack.insert(i, self)
+
+    def _materialise(self, forcing: TensorBase | None, storage: Storage | None) -> None:
+        alive = []
+        for j, r in self.lazies:
+            t = r()
+            if t is not None and type(t._storage) is _LazyStorage and t._storage._capture is self:
+                alive.append((j, t))
+        first = None
+        if forcing is not None and is_lazy(forcing) and forcing._storage._capture is self:
+            first = forcing.__dict__.get("_dynamo_node")
+        elif storage is not None:
+            for j, t in alive:
+                if t._storage is storage:
+                    first = j
+        order = ([first] if first is not None else []) + [j for j, _ in alive if j != first]
+        have = set(order)
+        for _, t in alive:
+            root = t._storage._root
+            if root not in have:
+                have.add(root)
+                order.append(root)
+        outputs = tuple(order)
+        step = self.cursor
+        end = None
+        for e in step.ends:
+            if e.outputs == outputs:
+                end = e
+                break
+        if end is None:
+            if not outputs:
+                end = _End(outputs, None, None, 0.0)    # nothing computed is still used
+            elif not self.recorded and self.cache.entries >= config.recompile_limit:
+                gm = self._build_graph(step, outputs)
+                end = _End(outputs, gm.forward, gm, 0.0)   # past the limit: run the graph as Python
+            else:
+                if not self.recorded:
+                    self.recorded = True
+                    self.cache.entries += 1
+                end = self._compile(step, outputs)
+            step.ends.append(end)
+        tensors = {j: t for j, t in alive}
+        storages = {}
+        for _, t in alive:
+            storages[t._storage._root] = t._storage
+        for st in storages.values():
+            st._capture = None            # from here on reading data is plain again
+        if end.compiled is not None and outputs:
+            prev = grad_state.enabled
+            grad_state.enabled = self._grad()
+            try:
+                results = end.compiled(*self.inputs)
+            finally:
+                grad_state.enabled = prev
+            if not isinstance(results, (tuple, list)):
+                results = (results,)
+            self._fill(outputs, results, tensors, storages)
+        self._start_graph(end.next)
+        if hasattr(self, "_seg_grad"):
+            del self._seg_grad
+
+    def _fill(self, outputs: tuple, results: Any, tensors: dict, storages: dict) -> None:
+        from numpy.lib.stride_tricks import as_strided
+        for j, v in zip(outputs, results):
+            st = storages.get(j)
+            if st is not None:
+                shape, stride, offset = st._layout
+                vst = v._storage
+                if (v._offset == offset and v._stride == stride and vst._size == st._size and vst.dtype is st.dtype
+                        and type(vst) is Storage and vst.data is not None and id(vst) not in self.in_storages):
+                    _DATA.__set__(st, vst.data)
+                    st._owner = vst
+                else:
+                    arr = np.empty(st._size, dtype=st.dtype.np)
+                    item = arr.itemsize
+                    if shape and 0 not in shape:
+                        view = as_strided(arr[offset:], shape, tuple(s * item for s in stride))
+                        view[...] = v._np()
+                    elif not shape:
+                        arr[offset] = v._np()
+                    _DATA.__set__(st, arr)
+                    st._owner = arr
+            t = tensors.get(j)
+            if t is not None:
+                t._np_cache = None
+                d = t.__dict__
+                d.pop("_dynamo_node", None)
+                gf = v.grad_fn
+                if gf is not None:
+                    d["grad_fn"] = gf
+                    d["_output_nr"] = v._output_nr
+                    t._requires_grad = True
+                else:
+                    d.pop("grad_fn", None)
+                    t._requires_grad = v._requires_grad
+
+    def _compile(self, step: _Step, outputs: tuple) -> _End:
+        gm = self._build_graph(step, outputs)
+        start = time.perf_counter()
+        compiled = self.cache.backend(gm, list(self.inputs))
+        elapsed = time.perf_counter() - start
+        self.cache.graphs.append(gm)
+        return _End(outputs, compiled, gm, elapsed)
+
+    def _build_graph(self, step: _Step, outputs: tuple):
+        """The FX graph of the path from the current graph's root to ``step``, returning ``outputs``."""
+        from ..fx import Graph, GraphModule
+        from ..nn import Module
+        path = []
+        s = step
+        while s is not None and s.op is not None:
+            path.append(s)
+            s = s.parent
+        path.reverse()
+        g = Graph()
+        values: dict[int, Any] = {}
+        news = _Inputs()
+        placeholders = news.placeholders
+        first_op = None
+        for s in path:
+            for src in s.sources:
+                if first_op is None:
+                    placeholders.append(g.placeholder(src))
+                else:
+                    with g.inserting_before(first_op):
+                        placeholders.append(g.placeholder(src))
+            news.fresh = iter(news.placeholders[len(news.placeholders) - len(s.sources):])
+            ins = _decode(s.key[2], values, news)
+            opcode, target, pos, kw = s.style
+            node_args = tuple(ins[i] for i in pos)
+            node_kwargs = {s.op.args[i].name: ins[i] for i in kw}
+            if s.outs[0] == "arg":
+                continue
+            node = g.create_node(opcode, target, node_args, node_kwargs)
+            if first_op is None:
+                first_op = node
+            if s.outs[0] == "many":
+                for i in range(len(s.outs[1])):
+                    values[s.n_nodes + i] = g.call_function(operator.getitem, (node, i))
+            else:
+                values[s.n_nodes] = node
+            for j, name in s.renames:
+                if j in values:
+                    _rename(values[j], name)
+        g.output(tuple(values[j] for j in outputs))
+        return GraphModule(Module(), g)
+
+
+def _flat_tensor(args: tuple, pos: int) -> TensorBase:
+    a = args[pos]
+    if isinstance(a, (list, tuple)):
+        a = a[0]
+    return a
+
+
+def _decode(encs: tuple, values: dict, news) -> list:
+    """An op's arguments for its FX node: graph positions become nodes, new inputs the next placeholder."""
+    out = []
+    for e in encs:
+        if isinstance(e, int):
+            out.append(values[e] if e >= 0 else news.placeholders[-1 - e])
+        elif e[0] == "new":
+            out.append(next(news.fresh))
+        elif e[0] in (list, tuple) or (isinstance(e[0], type) and issubclass(e[0], (list, tuple))):
+            out.append(e[0](_decode(e[1:], values, news)))
+        else:
+            out.append(e[1])
+    return out
+
+
+class _Inputs:
+    """The placeholders made so far, and an iterator over the ones a step introduces."""
+
+    def __init__(self) -> None:
+        self.placeholders: list = []
+        self.fresh = iter(())
+
+
+def _rename(node, name: str) -> None:
+    """Give ``node`` the name ``name`` (or ``name_1``, ...): Dynamo's name hint from a variable."""
+    ns = node.graph._graph_namespace
+    new = ns.create_name(name, None)
+    ns._obj_to_name.pop(node, None)
+    node.name = new
+    ns._obj_to_name[node] = new
+
+
+def _module_path(v: Any, t: TensorBase) -> str | None:
+    """``modules_lin_parameters_weight_`` if ``t`` is a parameter or buffer of module ``v``."""
+    from ..nn import Module
+    if not isinstance(v, Module):
+        return None
+    for mod_name, mod in v.named_modules():
+        prefix = "".join(f"modules_{p}_" for p in mod_name.split(".")) if mod_name else ""
+        for pname, p in mod._parameters.items():
+            if p is t:
+                return f"{prefix}parameters_{pname}_"
+        for bname, b in mod._buffers.items():
+            if b is t:
+                return f"{prefix}buffers_{bname}_"
+    return None
+
+
+def _fullgraph_message(reason: str, stack: list) -> str:
+    where = ""
+    if stack:
+        fs = stack[-1]
+        where = f'\n\nfrom user code:\n   File "{fs.filename}", line {fs.lineno}, in {fs.name}'
+    if reason == "generic_jump TensorVariable()":
+        text = ("Data-dependent branching\n  Explanation: Detected data-dependent branching (e.g. `if "
+                "my_tensor.sum() > 0:`). Dynamo does not support tracing dynamic control flow.")
+    else:
+        text = reason
+    return text + where
+
+
+def guards_of(cache: CodeCache) -> list:
+    """The guards of every recorded path, as ``Guard`` objects (for ``explain``)."""
+    out = []
+    seen = set()
+
+    def walk(s: _Step, graph: int) -> None:
+        if s.op is None and s.children:
+            g = _guards.Guard("", "global", _guards.GRAD_MODE, f"grad mode {'enabled' if s.children[0].key[1] else 'disabled'}")
+            if (graph, g) not in seen:
+                seen.add((graph, g))
+                out.append(g)
+        for c in s.children:
+            for src, enc in zip(c.sources, [e for e in c.key[2] if isinstance(e, tuple) and e and e[0] == "new"]):
+                meta = enc[1]
+                name = _source_name(src)
+                kind = _guards.TENSOR_MATCH
+                if len(meta) == 5:
+                    desc = (f"check_tensor({name}, {meta[1]}, sizes={list(meta[0])}, "
+                            f"requires_grad={meta[2]}, contiguous={meta[4]})")
+                else:
+                    desc = (f"check_tensor({name}, {meta[3]}, size={list(meta[0])}, stride={list(meta[1])}, "
+                            f"requires_grad={meta[4]})")
+                g = _guards.Guard(name, "global" if src.startswith("G_") else "local", kind, desc)
+                if g not in seen:
+                    seen.add(g)
+                    out.append(g)
+            consts = [e for e in c.key[2] if isinstance(e, tuple) and len(e) == 2 and isinstance(e[0], type)
+                      and e[0] in (int, float, bool)]
+            if consts:
+                g = _guards.Guard(c.op.name, "constant", _guards.CONSTANT_MATCH,
+                                  f"{c.op.name} called with constants {[e[1] for e in consts]}")
+                if g not in seen:
+                    seen.add(g)
+                    out.append(g)
+            walk(c, graph)
+        for e in s.ends:
+            walk(e.next, graph + 1)
+    walk(cache.root, 0)
+    return out
+
+
+def _source_name(src: str) -> str:
+    """``L_a_`` -> ``L['a']``, ``G_w_`` -> ``G['w']`` (Dynamo's source names)."""
+    if src.startswith(("L_", "G_")) and src.endswith("_"):
+        return f"{src[0]}['{src[2:-1]}']"
+    return src
+
+
+def _noop() -> None:
+    pass
+
+
+def _engine_hook(reason: str) -> Callable[[], None]:
+    """Before the autograd engine runs: end the graph, run the engine's ops eagerly, then resume."""
+    cap = current_capture()
+    if cap is None or cap.breaking or cap.disabled:
+        return _noop
+    cap.graph_break((reason, _user_stack()), None)
+    cap.disabled = True
+
+    def resume() -> None:
+        cap.disabled = False
+    return resume
+
+
+def _install_engine_hook() -> None:
+    from .. import autograd
+    autograd._pre_engine_hook = _engine_hook
+
+
+_install_engine_hook()
+
