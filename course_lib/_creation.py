@@ -36,6 +36,10 @@ from numpy.lib.stride_tricks import as_strided as _np_as_strided
 from . import _dtype
 from ._device import device as _device_cls
 from ._ops import common as _common
+from ._ops.dispatcher import dispatch as _dispatch
+from ._ops.out_arg import check_out, check_out_dtype, resize_output, write_out
+from ._ops.registry import OPS as _OPS
+from ._ops.registry import register as _register
 from ._parallel import parallel_copy
 from ._size import Size
 from ._storage import Storage
@@ -444,7 +448,18 @@ def tensor(data, *, dtype: _dtype.dtype | None = None, device=None, requires_gra
     >>> tensor([[1, 2], [3]])
     Traceback (most recent call last):
     ValueError: expected sequence of length 2 at dim 1 (got 1)
+
+    Modes see the new tensor as the argument of ``lift_fresh`` (``aten.lift_fresh``), a constant.
     """
+    _check_pin_memory(pin_memory)
+    t = _tensor(data, dtype, device)
+    if t._storage.data is not None:
+        t = _dispatch(_OPS["lift_fresh"], (t,))
+    return _check_requires_grad(t, requires_grad)
+
+
+def _tensor(data, dtype, device):
+    """``tensor(data)`` before modes see it: shape inference, dtype inference, recursive store."""
     dtype = _parse_dtype(dtype)
     dev = _parse_device(device)
     T = Tensor
@@ -454,25 +469,25 @@ def tensor(data, *, dtype: _dtype.dtype | None = None, device=None, requires_gra
         warnings.warn(
             "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
             "or sourceTensor.detach().clone().requires_grad_(True), rather than "
-            "torch.tensor(sourceTensor).", UserWarning, stacklevel=2)
+            "torch.tensor(sourceTensor).", UserWarning, stacklevel=3)
         dtype = dtype or data.dtype
         if dev is None:
             dev = data.device.type
         if dev == "meta" or data.is_meta:
             if dev != "meta":
                 raise NotImplementedError("Cannot copy out of meta tensor; no data!")
-            return _check_requires_grad(_common.empty_meta(data._shape, dtype), requires_grad)
+            return _common.empty_meta(data._shape, dtype)
         with np.errstate(all="ignore"):
             arr = parallel_copy(data._np(), dtype.np)
-        return _check_requires_grad(_common.wrap(arr, dtype), requires_grad)
+        return _common.wrap(arr, dtype)
     if isinstance(data, np.ndarray):
         src = _check_numpy(data)
         dtype = dtype or src
         if dev == "meta":
-            return _check_requires_grad(_common.empty_meta(data.shape, dtype), requires_grad)
+            return _common.empty_meta(data.shape, dtype)
         with np.errstate(all="ignore"):
             arr = parallel_copy(data, dtype.np)
-        return _check_requires_grad(_common.wrap(arr, dtype), requires_grad)
+        return _common.wrap(arr, dtype)
 
     sizes = _compute_sizes(data)
     arr = _fast_path(data, sizes, dtype)
@@ -482,15 +497,15 @@ def tensor(data, *, dtype: _dtype.dtype | None = None, device=None, requires_gra
         if dtype is None:
             dtype = _infer_scalar_type(data)
         if dev == "meta":
-            return _check_requires_grad(_common.empty_meta(tuple(sizes), dtype), requires_grad)
+            return _common.empty_meta(tuple(sizes), dtype)
         n = _numel(sizes)
         buf = np.empty(n, dtype=dtype.np)
         if n > 0:
             _recursive_store(buf, 0, sizes, list(_common.contiguous_strides(tuple(sizes))), 0, dtype, data)
         arr = buf.reshape(sizes)
     if dev == "meta":
-        return _check_requires_grad(_common.empty_meta(tuple(sizes), dtype), requires_grad)
-    return _check_requires_grad(_common.wrap(arr, dtype), requires_grad)
+        return _common.empty_meta(tuple(sizes), dtype)
+    return _common.wrap(arr, dtype)
 
 
 def as_tensor(data, dtype: _dtype.dtype | None = None, device=None):
@@ -552,43 +567,106 @@ def from_numpy(ndarray: np.ndarray):
     flat = _np_as_strided(ndarray, shape=(extent,), strides=(isz,), writeable=ndarray.flags.writeable)
     storage = Storage(flat, dtype, owner=ndarray)
     t = Tensor._make(storage, 0, shape, strides, dtype)
-    return t
+    return _dispatch(_OPS["lift_fresh"], (t,))   # what a mode sees of it, as in PyTorch
 
 
-def scalar_tensor(s, *, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False):
+def _scalar_tensor_kernel(s, dtype=None, device=None):
+    """The ``scalar_tensor`` op: a 0-d tensor holding ``s``."""
+    dtype = dtype or _dtype.get_default_dtype()
+    return _new((), dtype, device, _checked_fill(s, dtype))
+
+
+def scalar_tensor(s, *, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False,
+                  pin_memory: bool = False):
     """A 0-d tensor holding ``s`` (default float dtype unless ``dtype`` is given)."""
     T = Tensor
     if isinstance(s, T):
         s = s.item()
     if not isinstance(s, (builtins.int, builtins.float, np.number, np.bool_)):
         raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not {_tp_name(s)}")
-    dtype = _parse_dtype(dtype, "scalar_tensor") or _dtype.get_default_dtype()
-    return full((), s, dtype=dtype, device=device, requires_grad=requires_grad)
+    _check_pin_memory(pin_memory)
+    t = _dispatch(_OPS["scalar_tensor"], (s, _parse_dtype(dtype, "scalar_tensor"), _parse_device(device)))
+    return _check_requires_grad(t, requires_grad)
 
 
 # ---------------------------------------------------------------------------
-# factories
+# factories: each is an op (kind "factory") whose kernel makes the tensor, so that dispatch modes,
+# make_fx and meta tensors see it (``aten.zeros``).  The Python function parses the arguments,
+# calls the dispatcher, then applies ``requires_grad`` and ``out=`` (PyTorch's binding does the same:
+# ``requires_grad`` is not part of the op's schema).
 # ---------------------------------------------------------------------------
-def _factory(size, fname, dtype, device, requires_grad, fill):
-    shape = _parse_size(size, fname)
-    _check_sizes(shape, fname)
-    dtype = _parse_dtype(dtype, fname) or _dtype.get_default_dtype()
-    return _new(shape, dtype, _parse_device(device), fill, requires_grad)
+def _check_pin_memory(pin_memory) -> None:
+    """``pin_memory=True`` needs an accelerator; course_lib, like a CPU-only PyTorch, has none."""
+    if pin_memory:
+        raise RuntimeError("pin_memory=True requires a CUDA or other accelerator backend; no pinned memory "
+                           "allocator is available on this system.")
 
 
-def zeros(*size, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False, out=None):
+def _with_out(out, fname: str, op, args: tuple, dtype, dev, requires_grad: bool, warn: str | None = None,
+              autograd_name: str | None = None, inputs: tuple = ()):
+    """``fname(..., out=out)``: run ``op`` with ``out``'s dtype and device, write the result into ``out``."""
+    check_out(out, fname, autograd_name or f"aten::{fname}", inputs)
+    dtype, dev = check_out_dtype(out, dtype, dev)
+    r = _dispatch(op, args + (dtype, dev))
+    write_out(out, r, warn)
+    return _check_requires_grad(out, requires_grad)
+
+
+def _zeros_kernel(size, dtype=None, device=None):
+    """The ``zeros`` op."""
+    _check_sizes(size, "zeros")
+    return _new(tuple(size), dtype or _dtype.get_default_dtype(), device, 0)
+
+
+def _ones_kernel(size, dtype=None, device=None):
+    """The ``ones`` op."""
+    _check_sizes(size)
+    return _new(tuple(size), dtype or _dtype.get_default_dtype(), device, 1)
+
+
+def _empty_kernel(size, dtype=None, device=None):
+    """The ``empty`` op."""
+    _check_sizes(size)
+    return _new(tuple(size), dtype or _dtype.get_default_dtype(), device, None)
+
+
+def zeros(*size, out=None, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False,
+          pin_memory: bool = False):
     """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))``."""
-    return _factory(size, "zeros", dtype, device, requires_grad, 0)
+    shape = _parse_size(size, "zeros")
+    dtype, dev = _parse_dtype(dtype, "zeros"), _parse_device(device)
+    _check_pin_memory(pin_memory)
+    if out is not None:
+        return _with_out(out, "zeros", _OPS["zeros"], (shape,), dtype, dev, requires_grad)
+    return _check_requires_grad(_dispatch(_OPS["zeros"], (shape, dtype, dev)), requires_grad)
 
 
-def ones(*size, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False, out=None):
+def ones(*size, out=None, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False,
+         pin_memory: bool = False):
     """A tensor of ones: ``ones(2, 3)`` or ``ones((2, 3))``."""
-    return _factory(size, "ones", dtype, device, requires_grad, 1)
+    shape = _parse_size(size, "ones")
+    dtype, dev = _parse_dtype(dtype, "ones"), _parse_device(device)
+    _check_pin_memory(pin_memory)
+    if out is not None:
+        return _with_out(out, "ones", _OPS["ones"], (shape,), dtype, dev, requires_grad)
+    return _check_requires_grad(_dispatch(_OPS["ones"], (shape, dtype, dev)), requires_grad)
 
 
-def empty(*size, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False, out=None):
-    """An uninitialised tensor (whatever the memory held): ``empty(2, 3)``."""
-    return _factory(size, "empty", dtype, device, requires_grad, None)
+def empty(*size, out=None, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False,
+          pin_memory: bool = False):
+    """An uninitialised tensor (whatever the memory held): ``empty(2, 3)``.
+
+    With ``out=``, ``out`` is resized to ``size`` (its values stay what they were)."""
+    shape = _parse_size(size, "empty")
+    dtype, dev = _parse_dtype(dtype, "empty"), _parse_device(device)
+    _check_pin_memory(pin_memory)
+    if out is not None:
+        check_out(out, "empty", "aten::empty")
+        check_out_dtype(out, dtype, dev)
+        _check_sizes(shape)
+        resize_output(out, shape)
+        return _check_requires_grad(out, requires_grad)
+    return _check_requires_grad(_dispatch(_OPS["empty"], (shape, dtype, dev)), requires_grad)
 
 
 def _checked_fill(value, dtype: _dtype.dtype):
@@ -621,26 +699,32 @@ def _checked_fill(value, dtype: _dtype.dtype):
     return f
 
 
-def full(size, fill_value, *, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False,
-         out=None):
+def _full_kernel(size, fill_value, dtype=None, device=None):
+    """The ``full`` op: ``dtype`` None follows the value (bool, int64 or the default float dtype)."""
+    _check_sizes(size)
+    if dtype is None:
+        v = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
+        dtype = _dtype.scalar_dtype(v)
+    return _new(tuple(size), dtype, device, _checked_fill(fill_value, dtype))
+
+
+def full(size, fill_value, *, out=None, dtype: _dtype.dtype | None = None, device=None,
+         requires_grad: bool = False, pin_memory: bool = False):
     """A tensor filled with ``fill_value``; its dtype follows the value like PyTorch
     (bool -> bool, int -> int64, float -> the default float dtype)."""
     if not isinstance(size, (tuple, list, Size)):
         raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {_tp_name(size)}")
     shape = _parse_size((size,), "full")
-    _check_sizes(shape)
-    dtype = _parse_dtype(dtype, "full")
-    if dtype is None:
-        v = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
-        dtype = _dtype.scalar_dtype(v)
-    return _new(shape, dtype, _parse_device(device), _checked_fill(fill_value, dtype), requires_grad)
+    dtype, dev = _parse_dtype(dtype, "full"), _parse_device(device)
+    _check_pin_memory(pin_memory)
+    if out is not None:
+        return _with_out(out, "full", _OPS["full"], (shape, fill_value), dtype, dev, requires_grad)
+    return _check_requires_grad(_dispatch(_OPS["full"], (shape, fill_value, dtype, dev)), requires_grad)
 
 
-def empty_strided(size, stride, *, dtype: _dtype.dtype | None = None, device=None,
-                  requires_grad: bool = False):
-    """An uninitialised tensor with the given strides; the storage is just big enough."""
-    shape = _parse_size((size,), "empty_strided")
-    stride = _parse_size((stride,), "empty_strided")
+def _empty_strided_kernel(size, stride, dtype=None, device=None):
+    """The ``empty_strided`` op."""
+    shape, stride = tuple(size), tuple(stride)
     if len(shape) != len(stride):
         raise RuntimeError(f"dimensionality of sizes ({len(shape)}) must match dimensionality of "
                            f"strides ({len(stride)})")
@@ -648,11 +732,20 @@ def empty_strided(size, stride, *, dtype: _dtype.dtype | None = None, device=Non
     if any(s < 0 for s in stride):
         raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)} and "
                            f"strides={list(stride)}")
-    dtype = _parse_dtype(dtype, "empty_strided") or _dtype.get_default_dtype()
+    dtype = dtype or _dtype.get_default_dtype()
     n = 0 if 0 in shape else 1 + builtins.sum((s - 1) * st for s, st in zip(shape, stride))
-    storage = Storage.empty(n, dtype, _parse_device(device) or "cpu")
-    t = Tensor._make(storage, 0, shape, stride, dtype)
-    return _check_requires_grad(t, requires_grad)
+    storage = Storage.empty(n, dtype, device or "cpu")
+    return Tensor._make(storage, 0, shape, stride, dtype)
+
+
+def empty_strided(size, stride, *, dtype: _dtype.dtype | None = None, device=None,
+                  requires_grad: bool = False, pin_memory: bool = False):
+    """An uninitialised tensor with the given strides; the storage is just big enough."""
+    shape = _parse_size((size,), "empty_strided")
+    stride = _parse_size((stride,), "empty_strided")
+    dtype, dev = _parse_dtype(dtype, "empty_strided"), _parse_device(device)
+    _check_pin_memory(pin_memory)
+    return _check_requires_grad(_dispatch(_OPS["empty_strided"], (shape, stride, dtype, dev)), requires_grad)
 
 
 def _scalar_value(x):
@@ -673,8 +766,8 @@ def _fmt_scalar(x) -> str:
     return str(x)
 
 
-def arange(start=0, end=None, step=1, *, dtype: _dtype.dtype | None = None, device=None,
-           requires_grad: bool = False, out=None):
+def arange(start=0, end=None, step=1, *, out=None, dtype: _dtype.dtype | None = None, device=None,
+           requires_grad: bool = False, pin_memory: bool = False):
     """Values from ``start`` up to (not including) ``end`` spaced by ``step``.
 
     int64 when every argument is an integer, else the default float dtype. The
@@ -684,7 +777,26 @@ def arange(start=0, end=None, step=1, *, dtype: _dtype.dtype | None = None, devi
     if end is None:
         start, end = 0, start
     start, end, step = _scalar_value(start), _scalar_value(end), _scalar_value(step)
-    dtype = _parse_dtype(dtype, "arange")
+    dtype, dev = _parse_dtype(dtype, "arange"), _parse_device(device)
+    _check_pin_memory(pin_memory)
+    op = _OPS["arange"]
+    if out is None:
+        return _check_requires_grad(_dispatch(op, (start, end, step, dtype, dev)), requires_grad)
+    check_out(out, "arange", "aten::arange")
+    dtype, dev = check_out_dtype(out, dtype, dev)
+    r = _dispatch(op, (start, end, step, dtype, dev))
+    n, have = r._shape[0], out.numel()
+    warn = None
+    if have != n:
+        warn = (f"The number of elements in the out tensor of shape {list(out._shape)} is {have} which does not "
+                f"match the computed number of elements {n}. Note that this may occur as a result of rounding "
+                f"error. The out tensor will be resized to a tensor of shape ({n},).")
+    write_out(out, r, warn)
+    return _check_requires_grad(out, requires_grad)
+
+
+def _arange_kernel(start, end, step=1, dtype=None, device=None):
+    """The ``arange`` op (``arange(end)`` arrives as ``arange(0, end, 1)``)."""
     if dtype is None:
         any_float = any(isinstance(v, builtins.float) for v in (start, end, step))
         dtype = _dtype.get_default_dtype() if any_float else _dtype.int64
@@ -706,15 +818,14 @@ def arange(start=0, end=None, step=1, *, dtype: _dtype.dtype | None = None, devi
         q = xe - xs + xst - sgn
         n = abs(q) // abs(xst) * (1 if (q >= 0) == (xst > 0) else -1)   # C division truncates
         n = max(n, 0)
-        values = None if _parse_device(device) == "meta" else \
-            xs + np.arange(n, dtype=np.int64) * np.int64(xst)
+        values = None if device == "meta" else xs + np.arange(n, dtype=np.int64) * np.int64(xst)
     else:
         size_d = math.ceil((fe - fs) / fstep)
         if size_d < 0 or size_d > _INT64_MAX:
             raise RuntimeError("invalid size, possible overflow?")
         n = builtins.int(size_d)
         values = None
-        if _parse_device(device) != "meta":
+        if device != "meta":
             # PyTorch's vectorised kernel can differ from start + i * step in the last bit.
             if dtype.category == _dtype._FLOAT:
                 acc = np.float32 if dtype is _dtype.float16 else np.float64
@@ -722,11 +833,10 @@ def arange(start=0, end=None, step=1, *, dtype: _dtype.dtype | None = None, devi
             else:
                 xs, xst = builtins.int(start), builtins.int(step)
                 values = xs + np.arange(n, dtype=np.int64) * np.int64(xst)
-    if _parse_device(device) == "meta":
-        return _check_requires_grad(_common.empty_meta((n,), dtype), requires_grad)
+    if device == "meta":
+        return _common.empty_meta((n,), dtype)
     with np.errstate(all="ignore"):
-        t = _common.wrap(values.astype(dtype.np), dtype)
-    return _check_requires_grad(t, requires_grad)
+        return _common.wrap(values.astype(dtype.np), dtype)
 
 
 def _fma(a, b, c):
@@ -749,8 +859,8 @@ def _fma(a, b, c):
     return s + (ep + es)
 
 
-def linspace(start, end, steps: int, *, dtype: _dtype.dtype | None = None, device=None,
-             requires_grad: bool = False, out=None):
+def linspace(start, end, steps: int, *, out=None, dtype: _dtype.dtype | None = None, device=None,
+             requires_grad: bool = False, pin_memory: bool = False):
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive.
 
     As in PyTorch's kernel, ``step = (end - start) / (steps - 1)``; the first half
@@ -762,15 +872,23 @@ def linspace(start, end, steps: int, *, dtype: _dtype.dtype | None = None, devic
     if isinstance(steps, builtins.float) or not isinstance(steps, (builtins.int, np.integer)):
         raise TypeError(f"linspace(): argument 'steps' (position 3) must be int, not {_tp_name(steps)}")
     steps = builtins.int(steps)
+    start, end = _scalar_value(start), _scalar_value(end)
+    dtype, dev = _parse_dtype(dtype, "linspace"), _parse_device(device)
+    _check_pin_memory(pin_memory)
+    if out is not None:
+        return _with_out(out, "linspace", _OPS["linspace"], (start, end, steps), dtype, dev, requires_grad)
+    return _check_requires_grad(_dispatch(_OPS["linspace"], (start, end, steps, dtype, dev)), requires_grad)
+
+
+def _linspace_kernel(start, end, steps, dtype=None, device=None):
+    """The ``linspace`` op."""
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    dtype = _parse_dtype(dtype, "linspace") or _dtype.get_default_dtype()
+    dtype = dtype or _dtype.get_default_dtype()
     if dtype is _dtype.bool_:
         raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
-    dev = _parse_device(device)
-    if dev == "meta":
-        return _check_requires_grad(_common.empty_meta((steps,), dtype), requires_grad)
-    start, end = _scalar_value(start), _scalar_value(end)
+    if device == "meta":
+        return _common.empty_meta((steps,), dtype)
     idx = np.arange(steps)
     up = idx < max(steps // 2, 1)          # a single step is ``start``
     down_n = (steps - 1 - idx)
@@ -794,26 +912,34 @@ def linspace(start, end, steps: int, *, dtype: _dtype.dtype | None = None, devic
             if dtype.category != _dtype._FLOAT:
                 vals = np.trunc(vals)
             arr = vals.astype(dtype.np)
-    return _check_requires_grad(_common.wrap(arr, dtype), requires_grad)
+    return _common.wrap(arr, dtype)
 
 
-def eye(n: int, m: int | None = None, *, dtype: _dtype.dtype | None = None, device=None,
-        requires_grad: bool = False, out=None):
+def eye(n: int, m: int | None = None, *, out=None, dtype: _dtype.dtype | None = None, device=None,
+        requires_grad: bool = False, pin_memory: bool = False):
     """The ``n x m`` identity matrix (``m`` defaults to ``n``)."""
     for name, v, pos in (("n", n, 1), ("m", m, 2)):
         if v is not None and (isinstance(v, builtins.float) or not isinstance(v, (builtins.int, np.integer))):
             raise TypeError(f"eye(): argument '{name}' (position {pos}) must be int, not {_tp_name(v)}")
+    dtype, dev = _parse_dtype(dtype, "eye"), _parse_device(device)
+    _check_pin_memory(pin_memory)
+    if out is not None:
+        return _with_out(out, "eye", _OPS["eye"], (n, m), dtype, dev, requires_grad)
+    return _check_requires_grad(_dispatch(_OPS["eye"], (n, m, dtype, dev)), requires_grad)
+
+
+def _eye_kernel(n, m=None, dtype=None, device=None):
+    """The ``eye`` op."""
     if n < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
     if m is None:
         m = n
     if m < 0:
         raise RuntimeError(f"m must be greater or equal to 0, got {m}")
-    dtype = _parse_dtype(dtype, "eye") or _dtype.get_default_dtype()
-    dev = _parse_device(device)
-    if dev == "meta":
-        return _check_requires_grad(_common.empty_meta((n, m), dtype), requires_grad)
-    return _check_requires_grad(_common.wrap(np.eye(n, m, dtype=dtype.np), dtype), requires_grad)
+    dtype = dtype or _dtype.get_default_dtype()
+    if device == "meta":
+        return _common.empty_meta((n, m), dtype)
+    return _common.wrap(np.eye(n, m, dtype=dtype.np), dtype)
 
 
 # ---------------------------------------------------------------------------
@@ -878,59 +1004,164 @@ def _like_strides(t) -> tuple:
     return _infer_dense_strides(shape, stride)
 
 
-def _like(t, dtype, device, requires_grad, fill, fname):
-    T = Tensor
-    if not isinstance(t, T):
-        raise TypeError(f"{fname}(): argument 'input' (position 1) must be Tensor, not {_tp_name(t)}")
-    dtype = _parse_dtype(dtype, fname) or t.dtype
-    dev = _parse_device(device) or t.device.type
+# Memory formats are strings in course_lib (PyTorch has torch.contiguous_format, ... objects).
+_MEMORY_FORMATS = ("preserve_format", "contiguous_format", "channels_last", "channels_last_3d")
+
+
+def _format_strides(t, memory_format, fname: str) -> tuple:
+    """The strides of a ``*_like(t, memory_format=...)`` result."""
+    if memory_format is None or memory_format == "preserve_format":
+        return _like_strides(t)
     shape = t._shape
-    stride = _like_strides(t)
+    if memory_format == "contiguous_format":
+        return _common.contiguous_strides(shape)
+    if memory_format in ("channels_last", "channels_last_3d"):
+        rank = 4 if memory_format == "channels_last" else 5
+        if len(shape) != rank:
+            raise RuntimeError(f"required rank {rank} tensor to use {memory_format} format")
+        # N, C, (D,) H, W laid out as N, (D,) H, W, C
+        order = (0,) + tuple(range(2, rank)) + (1,)
+        stride = [0] * rank
+        acc = 1
+        for d in reversed(order):
+            stride[d] = acc
+            acc *= max(shape[d], 1)
+        return tuple(stride)
+    raise ValueError(f"{fname}(): memory_format must be one of {', '.join(_MEMORY_FORMATS)}, "
+                     f"not {memory_format!r}")
+
+
+def _empty_like_layout(t, dtype, device, memory_format=None, fname: str = "empty_like"):
+    """An uninitialised tensor shaped like ``t`` with the strides ``memory_format`` asks for."""
+    shape = t._shape
+    stride = _format_strides(t, memory_format, fname)
     n = 0 if 0 in shape else 1 + builtins.sum((s - 1) * st for s, st in zip(shape, stride))
-    storage = Storage.empty(n, dtype, dev)
-    r = T._make(storage, 0, shape, stride, dtype)
-    if fill is not None and dev != "meta":
+    return Tensor._make(Storage.empty(n, dtype, device), 0, shape, stride, dtype)
+
+
+def _like_kernel(self, dtype, device, memory_format, fill, fname):
+    r = _empty_like_layout(self, dtype or self.dtype, device or self._storage.device, memory_format, fname)
+    if fill is not None and r._storage.data is not None:
         r._np()[...] = fill
-    return _check_requires_grad(r, requires_grad)
+    return r
+
+
+def _zeros_like_kernel(self, dtype=None, device=None, memory_format=None):
+    """The ``zeros_like`` op."""
+    return _like_kernel(self, dtype, device, memory_format, 0, "zeros_like")
+
+
+def _ones_like_kernel(self, dtype=None, device=None, memory_format=None):
+    """The ``ones_like`` op."""
+    return _like_kernel(self, dtype, device, memory_format, 1, "ones_like")
+
+
+def _empty_like_kernel(self, dtype=None, device=None, memory_format=None):
+    """The ``empty_like`` op."""
+    return _like_kernel(self, dtype, device, memory_format, None, "empty_like")
+
+
+def _full_like_kernel(self, fill_value, dtype=None, device=None, memory_format=None):
+    """The ``full_like`` op."""
+    fill = _checked_fill(fill_value, dtype or self.dtype)
+    return _like_kernel(self, dtype, device, memory_format, fill, "full_like")
+
+
+def _like_args(input, dtype, device, pin_memory, fname: str) -> tuple:
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{fname}(): argument 'input' (position 1) must be Tensor, not {_tp_name(input)}")
+    _check_pin_memory(pin_memory)
+    return _parse_dtype(dtype, fname), _parse_device(device)
 
 
 def zeros_like(input, *, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False,
-               memory_format=None):
+               memory_format=None, pin_memory: bool = False):
     """Zeros with ``input``'s shape, dtype, device (and layout, when it is dense)."""
-    return _like(input, dtype, device, requires_grad, 0, "zeros_like")
+    dtype, dev = _like_args(input, dtype, device, pin_memory, "zeros_like")
+    return _check_requires_grad(_dispatch(_OPS["zeros_like"], (input, dtype, dev, memory_format)), requires_grad)
 
 
 def ones_like(input, *, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False,
-              memory_format=None):
+              memory_format=None, pin_memory: bool = False):
     """Ones with ``input``'s shape, dtype and device."""
-    return _like(input, dtype, device, requires_grad, 1, "ones_like")
+    dtype, dev = _like_args(input, dtype, device, pin_memory, "ones_like")
+    return _check_requires_grad(_dispatch(_OPS["ones_like"], (input, dtype, dev, memory_format)), requires_grad)
 
 
 def empty_like(input, *, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False,
-               memory_format=None):
+               memory_format=None, pin_memory: bool = False):
     """Uninitialised, with ``input``'s shape, dtype and device."""
-    return _like(input, dtype, device, requires_grad, None, "empty_like")
+    dtype, dev = _like_args(input, dtype, device, pin_memory, "empty_like")
+    return _check_requires_grad(_dispatch(_OPS["empty_like"], (input, dtype, dev, memory_format)), requires_grad)
 
 
 def full_like(input, fill_value, *, dtype: _dtype.dtype | None = None, device=None,
-              requires_grad: bool = False, memory_format=None):
+              requires_grad: bool = False, memory_format=None, pin_memory: bool = False):
     """``fill_value`` everywhere, with ``input``'s shape, dtype and device."""
-    d = _parse_dtype(dtype, "full_like") or input.dtype
-    return _like(input, d, device, requires_grad, _checked_fill(fill_value, d), "full_like")
+    dtype, dev = _like_args(input, dtype, device, pin_memory, "full_like")
+    return _check_requires_grad(_dispatch(_OPS["full_like"], (input, fill_value, dtype, dev, memory_format)),
+                                requires_grad)
 
 
 def rand_like(input, *, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False,
-              generator=None, memory_format=None):
+              generator=None, memory_format=None, pin_memory: bool = False):
     """Uniform random numbers in [0, 1) with ``input``'s shape, dtype and device."""
     from ._random import rand_like as _f
-    return _f(input, dtype=dtype, device=device, requires_grad=requires_grad, generator=generator)
+    return _f(input, dtype=dtype, device=device, requires_grad=requires_grad, generator=generator,
+              memory_format=memory_format, pin_memory=pin_memory)
 
 
 def randn_like(input, *, dtype: _dtype.dtype | None = None, device=None, requires_grad: bool = False,
-               generator=None, memory_format=None):
+               generator=None, memory_format=None, pin_memory: bool = False):
     """Standard normal random numbers with ``input``'s shape, dtype and device."""
     from ._random import randn_like as _f
-    return _f(input, dtype=dtype, device=device, requires_grad=requires_grad, generator=generator)
+    return _f(input, dtype=dtype, device=device, requires_grad=requires_grad, generator=generator,
+              memory_format=memory_format, pin_memory=pin_memory)
+
+
+# ---------------------------------------------------------------------------
+# the registry entries of the factories (aten's schemas without layout and pin_memory, which course_lib
+# checks in the Python functions above)
+# ---------------------------------------------------------------------------
+_FACTORY_OPTIONS = "ScalarType? dtype=None, Device? device=None"
+for _schema, _kernel in (
+        (f"zeros(SymInt[] size, *, {_FACTORY_OPTIONS}) -> Tensor", _zeros_kernel),
+        (f"ones(SymInt[] size, *, {_FACTORY_OPTIONS}) -> Tensor", _ones_kernel),
+        (f"empty(SymInt[] size, *, {_FACTORY_OPTIONS}) -> Tensor", _empty_kernel),
+        (f"full(SymInt[] size, Scalar fill_value, *, {_FACTORY_OPTIONS}) -> Tensor", _full_kernel),
+        (f"empty_strided(SymInt[] size, SymInt[] stride, *, {_FACTORY_OPTIONS}) -> Tensor", _empty_strided_kernel),
+        (f"scalar_tensor(Scalar s, *, {_FACTORY_OPTIONS}) -> Tensor", _scalar_tensor_kernel),
+        (f"arange(Scalar start, Scalar end, Scalar step=1, *, {_FACTORY_OPTIONS}) -> Tensor", _arange_kernel),
+        (f"linspace(Scalar start, Scalar end, int steps, *, {_FACTORY_OPTIONS}) -> Tensor", _linspace_kernel),
+        (f"eye(SymInt n, SymInt? m=None, *, {_FACTORY_OPTIONS}) -> Tensor", _eye_kernel),
+        (f"zeros_like(Tensor self, *, {_FACTORY_OPTIONS}, MemoryFormat? memory_format=None) -> Tensor",
+         _zeros_like_kernel),
+        (f"ones_like(Tensor self, *, {_FACTORY_OPTIONS}, MemoryFormat? memory_format=None) -> Tensor",
+         _ones_like_kernel),
+        (f"empty_like(Tensor self, *, {_FACTORY_OPTIONS}, MemoryFormat? memory_format=None) -> Tensor",
+         _empty_like_kernel),
+        (f"full_like(Tensor self, Scalar fill_value, *, {_FACTORY_OPTIONS}, MemoryFormat? memory_format=None) "
+         f"-> Tensor", _full_like_kernel)):
+    # The Python functions are written here by hand (argument parsing, requires_grad, out=); the kernel
+    # reads the device argument, so it is the meta kernel too (PyTorch's BackendSelect picks by device).
+    _register(_schema, variants=("function",), kind="factory", manual_binding=True)(_kernel)
+
+
+def _lift_fresh(self):
+    """``tensor(data)``'s result, shown to modes: the tensor itself (PyTorch's ``aten.lift_fresh``)."""
+    return self
+
+
+def _lift_fresh_copy(self):
+    """A copy of a constant tensor: what ``make_fx`` records for ``lift_fresh``, so that the graph never
+    hands out (and lets a caller modify) the constant it holds."""
+    if self._storage.data is None:
+        return _common.empty_meta(self._shape, self.dtype)
+    return _common.wrap(self._np().copy(), self.dtype)
+
+
+_register("lift_fresh(Tensor(a) self) -> Tensor(a)", variants=(), kind="factory")(_lift_fresh)
+_register("lift_fresh_copy(Tensor self) -> Tensor", variants=(), kind="factory")(_lift_fresh_copy)
 
 
 # ---------------------------------------------------------------------------

@@ -120,9 +120,13 @@ def test_no_name_is_both_generated_and_hand_written():
     # an op with a hand-written binding has none generated, and has its hand-written one
     manual = [op for op in OPS.values() if op.manual_binding]
     assert {op.name for op in manual} >= {"var", "std"}
+    by_hand = set(python_methods.__all__) | set(_creation.__all__) | set(_random.__all__)
     for op in manual:
         assert op.name not in generated and op.name not in functions
-        assert op.name in vars(python_methods.PythonMethods) and op.name in python_methods.__all__
+        if "method" in op.variants:   # PythonMethods, or Tensor's own body (uniform_, normal_, ...)
+            assert op.name in vars(python_methods.PythonMethods) or op.name in vars(cl.Tensor), op.name
+        if "function" in op.variants:  # python_methods.py, or the factories of _creation.py and _random.py
+            assert op.name in by_hand and getattr(cl, op.name) is not None, op.name
 
 
 def test_bindings_command_writes_the_files(tmp_path):
@@ -141,7 +145,7 @@ def test_function_and_method_take_the_same_path():
         a.add(a)
         a + a
         a.add_(1)
-    assert seen == ["add", "add", "add", "add_"]
+    assert seen == ["ones", "add", "add", "add", "add_"]   # a factory is an op too (aten.ones)
 
 
 # ---------------------------------------------------------------------------
@@ -182,7 +186,7 @@ def test_mode_stack_restored_after_an_error():
 def test_mode_can_replace_results_and_sees_types():
     class Zeros(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            assert types == (cl.Tensor,)
+            assert types == (() if func.kind == "factory" else (cl.Tensor,))   # ones: no tensor argument
             out = func(*args)
             return cl.zeros_like(out) if func.name == "exp" else out
 
@@ -198,7 +202,7 @@ def test_composite_ops_decompose():
     assert r.log == ["mm"]
     with Recorder() as r:
         cl.ones(2, 2, 3) @ cl.ones(3)          # N-D @ 1-D: fold the batch into the rows
-    assert r.log == ["view", "mv", "_unsafe_view"]
+    assert r.log == ["ones", "ones", "view", "mv", "_unsafe_view"]
     with Recorder() as r:
         x.reshape(6)                           # viewable: a view
         x.t().reshape(6)                       # not viewable: clone + _unsafe_view
@@ -206,7 +210,7 @@ def test_composite_ops_decompose():
         x.contiguous()                         # already contiguous: nothing at all
         x.expand_as(cl.ones(4, 2, 3))
         x.split(1)
-    assert r.log == ["view", "t", "clone", "_unsafe_view", "view", "expand", "narrow", "narrow"]
+    assert r.log == ["view", "t", "clone", "_unsafe_view", "view", "ones", "expand", "narrow", "narrow"]
     assert not any(OPS[n].composite for n in r.log)
 
 
@@ -216,7 +220,7 @@ def test_modes_see_views_inplace_and_indexing():
         x[0, 1:] = 1.0
         x[cl.tensor([0, 2])]
         x.t_() if hasattr(x, "t_") else None
-    assert r.log[:4] == ["select", "slice", "fill_", "index"]
+    assert r.log[:5] == ["select", "slice", "fill_", "lift_fresh", "index"]   # tensor([0, 2]): lift_fresh
 
 
 def test_mode_with_autograd_records_the_graph():
@@ -270,9 +274,11 @@ def test_logging_mode_lines(capsys):
         x.view(-1)
         cl.ones(2, 3, device="meta") + 1
     expected = [
+        "ones([3]) -> Tensor[3] float32",
         "add(Tensor[2, 3] float32, Tensor[3] float32) -> Tensor[2, 3] float32",
         "mul(Tensor[2, 3] float32, 2) -> Tensor[2, 3] float32",
         "sum(Tensor[2, 3] float32) -> Tensor[] float32",
+        "ones([3, 4]) -> Tensor[3, 4] float32",
         "mm(Tensor[2, 3] float32, Tensor[3, 4] float32) -> Tensor[2, 4] float32",
         "sum(Tensor[2, 3] float32, 1, True) -> Tensor[2, 1] float32",
         "max(Tensor[2, 3] float32, 1) -> (Tensor[2] float32, Tensor[2] int64)",
@@ -280,6 +286,7 @@ def test_logging_mode_lines(capsys):
         "_to_copy(Tensor[2, 3] float32, dtype=float64) -> Tensor[2, 3] float64",
         "select(Tensor[2, 3] float32, 0, 0) -> Tensor[3] float32",
         "view(Tensor[2, 3] float32, [-1]) -> Tensor[6] float32",
+        "ones([2, 3], device='meta') -> Tensor[2, 3] float32 meta",
         "add(Tensor[2, 3] float32 meta, 1) -> Tensor[2, 3] float32 meta",
     ]
     assert log.lines == expected
@@ -290,8 +297,9 @@ def test_logging_mode_lines(capsys):
 def test_logging_mode_quiet_and_alpha():
     with LoggingMode(print_ops=False) as log:
         cl.ones(2).add(cl.ones(2), alpha=3)
-    assert log.lines == ["add(Tensor[2] float32, Tensor[2] float32, alpha=3) -> Tensor[2] float32"]
-    assert str(log) == log.lines[0]
+    assert log.lines == ["ones([2]) -> Tensor[2] float32", "ones([2]) -> Tensor[2] float32",
+                         "add(Tensor[2] float32, Tensor[2] float32, alpha=3) -> Tensor[2] float32"]
+    assert str(log) == "\n".join(log.lines)
 
 
 def test_every_op_has_a_kind_and_register_refuses_an_unknown_one():

@@ -29,8 +29,10 @@ __all__ = ["OpDef", "OPS", "KINDS", "register", "get", "default_source"]
 # What an op does, as its kernel file groups it. Two kinds change how ops are handled: a "composite" op
 # decomposes into other ops and has no kernel of its own (modes and tracers see its parts), and the min-cut
 # partitioner recomputes "pointwise" ops instead of saving their outputs (PyTorch's pointwise tag).
+# "factory" ops make a tensor from sizes and values (zeros, arange, zeros_like, the tensor() of constants) and
+# "random" ops draw from a Generator (rand, normal, uniform_): modes see both, and neither may be recomputed.
 KINDS = ("pointwise", "reduction", "view", "composite", "linalg", "nn", "indexing", "copy", "fill", "join",
-         "transformation")
+         "transformation", "factory", "random")
 
 # Schema defaults that are not Python literals.
 _DEFAULTS = {"True": "True", "False": "False", "None": "None", "[]": "()",

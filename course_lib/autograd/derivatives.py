@@ -811,6 +811,28 @@ def _zero(ctx, g):
     return g * 0
 
 
+# in-place random fills: the result does not depend on the old values (PyTorch: zeros_like(grad))
+def _zeros_like_grad(ctx, g):
+    return g.new_zeros(g.shape) if g._storage.data is not None else g * 0
+
+
+for _name, _node in (("uniform_", "UniformBackward0"), ("normal_", "NormalBackward0"),
+                     ("exponential_", "ExponentialBackward0"), ("geometric_", "GeometricBackward0"),
+                     ("log_normal_", "LogNormalBackward0"), ("cauchy_", "CauchyBackward0")):
+    derivative(_name, _node)(_zeros_like_grad)
+
+derivative("random_", lambda self, from_=None, to=None, generator=None:
+           "RandomBackward2" if to is None and from_ is None else
+           "RandomBackward1" if from_ is None else "RandomBackward0")(_zeros_like_grad)
+
+
+@derivative("bernoulli_", lambda self, p=0.5, generator=None:
+            "BernoulliBackward2" if hasattr(p, "_shape") else "BernoulliBackward1", scalar_overload=("p",))
+def _bernoulli_(ctx, g):
+    z = _zeros_like_grad(ctx, g)
+    return (z, z) if len(ctx.needs_input_grad) > 1 else z
+
+
 @derivative("index_put_", "IndexPutBackward0", save={"indices": ALL})
 def _index_put_(ctx, g):
     return _index_put(ctx, g)
