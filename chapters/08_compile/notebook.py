@@ -366,7 +366,7 @@ from course_lib.fx.passes import common_subexpression_elimination, dead_code_eli
 
 
 def messy(x, y):
-    unused = (x * 2).exp()      # dead: nothing reads it
+    (x * 2).exp()               # dead: nothing reads it
     y.add_(1)                   # in place: its result is unused, but it changes y
     return (x + y) * (x + y)    # x + y twice
 
