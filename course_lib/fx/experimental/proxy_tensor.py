@@ -25,6 +25,7 @@ import operator
 from typing import Any, Callable
 
 from ... import Tensor
+from ..._ops.registry import OPS
 from ...nn import Module, Parameter
 from ...utils import TorchDispatchMode
 from ..graph import Graph
@@ -33,6 +34,8 @@ from ..node import Node
 from ..passes.shape_prop import _extract_tensor_metadata
 
 __all__ = ["make_fx", "ProxyTorchDispatchMode"]
+
+_LIFT_FRESH, _LIFT_FRESH_COPY = OPS["lift_fresh"], OPS["lift_fresh_copy"]
 
 
 class ProxyTorchDispatchMode(TorchDispatchMode):
@@ -72,6 +75,9 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
         return a
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is _LIFT_FRESH:
+            # tensor(data): the graph copies its constant, so that no call can change the constant it holds
+            func = _LIFT_FRESH_COPY
         out = func(*args)   # runs below this mode: autograd and the kernel
         node = self.graph.call_function(func, tuple(self.node_of(a) for a in args))
         if isinstance(out, Tensor):
