@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import warnings
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterator
 
@@ -48,6 +49,8 @@ def _addindent(s_: str, num_spaces: int) -> str:
 
 _global_forward_pre_hooks: dict = OrderedDict()
 _global_forward_hooks: dict = OrderedDict()
+_global_forward_hooks_with_kwargs: dict = OrderedDict()
+_global_forward_hooks_always_called: dict = OrderedDict()
 
 
 def register_module_forward_pre_hook(hook: Callable) -> RemovableHandle:
@@ -57,10 +60,15 @@ def register_module_forward_pre_hook(hook: Callable) -> RemovableHandle:
     return h
 
 
-def register_module_forward_hook(hook: Callable) -> RemovableHandle:
-    """A forward hook for every module."""
+def register_module_forward_hook(hook: Callable, *, with_kwargs: bool = False,
+                                 always_call: bool = False) -> RemovableHandle:
+    """A forward hook for every module (``with_kwargs`` and ``always_call`` as in ``register_forward_hook``)."""
     h = RemovableHandle(_global_forward_hooks)
     _global_forward_hooks[h.id] = hook
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs[h.id] = True
+    if always_call:
+        _global_forward_hooks_always_called[h.id] = True
     return h
 
 
@@ -476,42 +484,75 @@ class Module:
                 or self._forward_pre_hooks or _global_forward_hooks or _global_forward_pre_hooks):
             return forward_call(*args, **kwargs)
 
-        for hook_id, hook in (*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
-            if hook_id in self._forward_pre_hooks_with_kwargs:
-                result = hook(self, args, kwargs)
-                if result is not None:
-                    if isinstance(result, tuple) and len(result) == 2:
-                        args, kwargs = result
-                    else:
-                        raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, "
-                                           f"new_kwargs), but got {result}.")
-            else:
-                result = hook(self, args)
-                if result is not None:
-                    if not isinstance(result, tuple):
-                        result = (result,)
-                    args = result
+        result = None
+        called_always_called_hooks = set()
+        try:
+            for hook_id, hook in (*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
+                if hook_id in self._forward_pre_hooks_with_kwargs:
+                    hook_result = hook(self, args, kwargs)
+                    if hook_result is not None:
+                        if isinstance(hook_result, tuple) and len(hook_result) == 2:
+                            args, kwargs = hook_result
+                        else:
+                            raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, "
+                                               f"new_kwargs), but got {hook_result}.")
+                else:
+                    hook_result = hook(self, args)
+                    if hook_result is not None:
+                        if not isinstance(hook_result, tuple):
+                            hook_result = (hook_result,)
+                        args = hook_result
 
-        bw_hook = None
-        if self._backward_hooks or self._backward_pre_hooks:
-            from ._backward_hooks import BackwardHook
-            bw_hook = BackwardHook(self, list(self._backward_hooks.values()),
-                                   list(self._backward_pre_hooks.values()))
-            args = bw_hook.setup_input_hook(args)
+            bw_hook = None
+            if self._backward_hooks or self._backward_pre_hooks:
+                from ._backward_hooks import BackwardHook
+                bw_hook = BackwardHook(self, list(self._backward_hooks.values()),
+                                       list(self._backward_pre_hooks.values()))
+                args = bw_hook.setup_input_hook(args)
 
-        result = forward_call(*args, **kwargs)
+            result = forward_call(*args, **kwargs)
 
-        for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
-            if hook_id in self._forward_hooks_with_kwargs:
-                hook_result = hook(self, args, kwargs, result)
-            else:
-                hook_result = hook(self, args, result)
-            if hook_result is not None:
-                result = hook_result
+            for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
+                if hook_id in self._forward_hooks_always_called or hook_id in _global_forward_hooks_always_called:
+                    called_always_called_hooks.add(hook_id)
+                if hook_id in self._forward_hooks_with_kwargs or hook_id in _global_forward_hooks_with_kwargs:
+                    hook_result = hook(self, args, kwargs, result)
+                else:
+                    hook_result = hook(self, args, result)
+                if hook_result is not None:
+                    result = hook_result
 
-        if bw_hook is not None:
-            result = bw_hook.setup_output_hook(result)
-        return result
+            if bw_hook is not None:
+                result = bw_hook.setup_output_hook(result)
+            return result
+        except Exception:
+            # forward (or a hook) raised: the hooks registered with always_call=True that have not run yet
+            # run now, with the output so far (None if forward did not return); an error of theirs is only
+            # a warning, and the first error is raised again (torch/nn/modules/module.py, _call_impl)
+            for hook_id, hook in _global_forward_hooks.items():
+                if hook_id in _global_forward_hooks_always_called and hook_id not in called_always_called_hooks:
+                    try:
+                        hook_result = hook(self, args, result)
+                        if hook_result is not None:
+                            result = hook_result
+                    except Exception as e:
+                        warnings.warn("global module forward hook with ``always_call=True`` raised an exception "
+                                      f"that was silenced as another error was raised in forward: {e}",
+                                      stacklevel=2)
+            for hook_id, hook in self._forward_hooks.items():
+                if hook_id in self._forward_hooks_always_called and hook_id not in called_always_called_hooks:
+                    try:
+                        if hook_id in self._forward_hooks_with_kwargs:
+                            hook_result = hook(self, args, kwargs, result)
+                        else:
+                            hook_result = hook(self, args, result)
+                        if hook_result is not None:
+                            result = hook_result
+                    except Exception as e:
+                        warnings.warn("module forward hook with ``always_call=True`` raised an exception "
+                                      f"that was silenced as another error was raised in forward: {e}",
+                                      stacklevel=2)
+            raise
 
     __call__ = _call_impl
 
@@ -528,7 +569,10 @@ class Module:
 
     def register_forward_hook(self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False,
                               always_call: bool = False) -> RemovableHandle:
-        """``hook(module, args, output)`` after forward; a non-None return value replaces the output."""
+        """``hook(module, args, output)`` after forward; a non-None return value replaces the output.
+
+        ``with_kwargs=True``: ``hook(module, args, kwargs, output)``.  ``always_call=True``: the hook also runs
+        when forward (or another hook) raises, before the error propagates."""
         handle = RemovableHandle(self._forward_hooks)
         self._forward_hooks[handle.id] = hook
         if with_kwargs:
