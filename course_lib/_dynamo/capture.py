@@ -348,20 +348,6 @@ def _capturing_print(*args: Any, **kwargs: Any) -> None:
     _real_print(*args, **kwargs)
 
 
-def _install_print() -> None:
-    with _hook_lock:
-        if _hook_depth[0] == 0:
-            builtins.print = _capturing_print
-        _hook_depth[0] += 1
-
-
-def _uninstall_print() -> None:
-    with _hook_lock:
-        _hook_depth[0] -= 1
-        if _hook_depth[0] == 0:
-            builtins.print = _real_print
-
-
 def _global_trace(frame, event: str, arg: Any):
     if event == "call" and _is_user_file(frame.f_code.co_filename):
         return _local_trace
@@ -381,7 +367,7 @@ def _local_trace(frame, event: str, arg: Any):
 class Capture(TorchDispatchMode):
     """One compiled call: records (or replays) the ops the Python dispatches, and breaks graphs."""
 
-    def __init__(self, cache: CodeCache, code, *, explain: list | None = None) -> None:
+    def __init__(self, cache: CodeCache, code, explain: list | None = None) -> None:
         self.cache = cache
         self.code = code
         self.explain = explain          # a list collecting (reason, user_stack) of each break
@@ -389,7 +375,16 @@ class Capture(TorchDispatchMode):
         self.disabled = False           # past the recompile limit: the rest of the call runs eagerly
         self.tracing = False
         self.recorded = False           # this call added steps to the tree
-        self._start_graph(cache.root)
+        self.finishing = False
+        self._seg_grad = None            # grad mode of the current graph (set by its first op)
+        self.cursor = cache.root
+        self.inputs: list = []
+        self.in_ids: dict[int, int] = {}
+        self.in_storages: set[int] = set()
+        self.lazies: list = []
+        self.n_nodes = 0
+        self.named: set[int] = set()
+        self.sym: dict[int, int] = {}
 
     # -- graph state -----------------------------------------------------------------
     def _start_graph(self, root: _Step) -> None:
@@ -404,25 +399,39 @@ class Capture(TorchDispatchMode):
 
     # -- entering and leaving ---------------------------------------------------------
     def __enter__(self) -> "Capture":
-        self._prev = current_capture()
+        self._prev = getattr(_tls, "capture", None)
         _tls.capture = self
-        _install_print()
-        if self.cache.entries == 0:
+        with _hook_lock:
+            if not _hook_depth[0]:
+                builtins.print = _capturing_print
+            _hook_depth[0] += 1
+        if not self.cache.entries:
             self._start_tracing()
-        return super().__enter__()
+        _dispatcher._mode_stack.append(self)
+        return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         try:
-            super().__exit__(exc_type, exc, tb)
+            stack = _dispatcher._mode_stack
+            if stack and stack[-1] is self:
+                stack.pop()
+            elif self in stack:
+                stack.remove(self)
         finally:
-            self._stop_tracing()
-            _uninstall_print()
+            if self.tracing:
+                self._stop_tracing()
+            with _hook_lock:
+                _hook_depth[0] -= 1
+                if not _hook_depth[0]:
+                    builtins.print = _real_print
             _tls.capture = self._prev
         return False
 
     def finish(self) -> None:
         """The call returned (or raised): end the last graph."""
-        self.graph_break(("return", []), None, final=True)
+        if self.n_nodes and not self.breaking:
+            self.finishing = True
+            self._break(None, None)
 
     def _start_tracing(self) -> None:
         if self.tracing:
@@ -495,12 +504,13 @@ class Capture(TorchDispatchMode):
             return self._inplace(func, args)
         if func.is_view and not self._any_lazy(args):
             return func(*args)     # a view of a real tensor: cheap, and it aliases exactly
-        if grad_state.enabled is not self._grad() and self.n_nodes:
+        if self.n_nodes and grad_state.enabled is not self._seg_grad:
             self.graph_break(("grad mode changed", _user_stack()), None)
         return self._op(func, args)
 
     def _grad(self) -> bool:
-        return getattr(self, "_seg_grad", grad_state.enabled)
+        g = self._seg_grad
+        return grad_state.enabled if g is None else g
 
     def _any_lazy(self, args: tuple) -> bool:
         for a in args:
@@ -561,10 +571,26 @@ class Capture(TorchDispatchMode):
         old.__dict__.pop("_dynamo_node", None)
 
     def _op(self, func, args: tuple):
-        if not self.n_nodes and self.cursor.op is None:
-            self._seg_grad = grad_state.enabled
+        grad = grad_state.enabled
+        if self._seg_grad is None:
+            self._seg_grad = grad
         new: list = []
-        key = (func, grad_state.enabled, tuple([self._enc(a, new) for a in args]))
+        encs = []
+        for a in args:
+            if isinstance(a, TensorBase):
+                st = a._storage
+                if st.__class__ is _LazyStorage and st._capture is self:
+                    encs.append(a.__dict__["_dynamo_node"])
+                    continue
+                k = self.in_ids.get(id(a))
+                if k is not None:
+                    encs.append(-1 - k)
+                    continue
+            elif not isinstance(a, (list, tuple)):
+                encs.append((a.__class__, a))
+                continue
+            encs.append(self._enc(a, new))
+        key = (func, grad, tuple(encs))
         for child in self.cursor.children:
             if child.key == key:
                 break
@@ -696,7 +722,6 @@ class Capture(TorchDispatchMode):
         return tuple(self._lazy(x, args) for x in m)
 
     def _lazy(self, m: tuple, args: tuple):
-        from .._tensor import Tensor
         shape, stride, offset, dtype, rg, size, view_of = m
         j = self.n_nodes
         self.n_nodes = j + 1
@@ -704,12 +729,11 @@ class Capture(TorchDispatchMode):
             st = _LazyStorage(self, dtype, size, j, (shape, stride, offset))
         else:
             st = _flat_tensor(args, view_of)._storage
-        t = Tensor._make(st, offset, shape, stride, dtype)
-        t._requires_grad = rg
-        d = t.__dict__
-        d["_dynamo_node"] = j
+        t = _make_tensor(st, offset, shape, stride, dtype)
         if rg:
-            d["grad_fn"] = _LazyGradFn(t)
+            t._requires_grad = True
+            t.__dict__["grad_fn"] = _LazyGradFn(t)
+        t.__dict__["_dynamo_node"] = j
         self.lazies.append((j, weakref.ref(t)))
         return t
 
@@ -740,6 +764,9 @@ class Capture(TorchDispatchMode):
             for name, v in fr.f_globals.items():
                 if v is t and isinstance(v, TensorBase):
                     return f"G_{name}_"
+        base = t._base
+        if base is not None and base is not t:
+            return f"{self._source(base)}view_"   # a view made eagerly (views of real tensors are not recorded)
         return "L_input_"
 
     # -- graph breaks -------------------------------------------------------------------------
@@ -756,120 +783,121 @@ class Capture(TorchDispatchMode):
             from .exc import Unsupported
             if self.n_nodes or not from_print:
                 raise Unsupported(_fullgraph_message(reason, stack))
-        if not self.n_nodes:
-            return
+        if self.n_nodes:
+            self._break(forcing, storage)
+
+    def _break(self, forcing: TensorBase | None, storage: Storage | None) -> None:
+        """Materialise, with this mode off the dispatcher's stack (the compiled graph runs below it)."""
         self.breaking = True
-        mode_index = self._remove_mode()
+        stack = _dispatcher._mode_stack
+        if stack and stack[-1] is self:
+            stack.pop()
+            i = len(stack)
+        elif self in stack:
+            i = stack.index(self)
+            del stack[i]
+        else:
+            i = -1
         try:
             self._materialise(forcing, storage)
         finally:
-            self._restore_mode(mode_index)
+            if i >= 0:
+                stack.insert(i, self)
             self.breaking = False
 
-    def _remove_mode(self) -> int:
-        stack = _dispatcher._mode_stack
-        for i, m in enumerate(stack):
-            if m is self:
-                del stack[i]
-                return i
-        return -1
-
-    def _restore_mode(self, i: int) -> None:
-        if i >= 0:
-            _dispatcher._mode_stack.insert(i, self)
-
     def _materialise(self, forcing: TensorBase | None, storage: Storage | None) -> None:
+        # the lazy tensors still alive, in node order; the one that forced the break goes first
         alive = []
         for j, r in self.lazies:
             t = r()
-            if t is not None and type(t._storage) is _LazyStorage and t._storage._capture is self:
-                alive.append((j, t))
+            if t is not None:
+                st = t._storage
+                if st.__class__ is _LazyStorage and st._capture is self:
+                    alive.append((j, t))
         first = None
-        if forcing is not None and is_lazy(forcing) and forcing._storage._capture is self:
-            first = forcing.__dict__.get("_dynamo_node")
+        if forcing is not None:
+            if is_lazy(forcing) and forcing._storage._capture is self:
+                first = forcing.__dict__.get("_dynamo_node")
         elif storage is not None:
             for j, t in alive:
                 if t._storage is storage:
                     first = j
-        order = ([first] if first is not None else []) + [j for j, _ in alive if j != first]
-        have = set(order)
-        for _, t in alive:
-            root = t._storage._root
-            if root not in have:
-                have.add(root)
-                order.append(root)
-        outputs = tuple(order)
-        step = self.cursor
-        end = None
-        for e in step.ends:
-            if e.outputs == outputs:
-                end = e
-                break
-        if end is None:
-            if not outputs:
-                end = _End(outputs, None, None, 0.0)    # nothing computed is still used
-            elif not self.recorded and self.cache.entries >= config.recompile_limit:
-                gm = self._build_graph(step, outputs)
-                end = _End(outputs, gm.forward, gm, 0.0)   # past the limit: run the graph as Python
-            else:
-                if not self.recorded:
-                    self.recorded = True
-                    self.cache.entries += 1
-                end = self._compile(step, outputs)
-            step.ends.append(end)
-        tensors = {j: t for j, t in alive}
+        order = [j for j, _ in alive if j != first]
+        if first is not None:
+            order.insert(0, first)
         storages = {}
         for _, t in alive:
-            storages[t._storage._root] = t._storage
+            st = t._storage
+            storages[st._root] = st
+        if len(storages) != len(alive):
+            for root in storages:
+                if root not in order:
+                    order.append(root)     # a view's base, dead itself: its values fill the storage
+        outputs = tuple(order)
+        step = self.cursor
+        for end in step.ends:
+            if end.outputs == outputs:
+                break
+        else:
+            end = self._new_end(step, outputs)
         for st in storages.values():
             st._capture = None            # from here on reading data is plain again
-        if end.compiled is not None and outputs:
-            prev = grad_state.enabled
-            grad_state.enabled = self._grad()
-            try:
+        if end.compiled is not None:
+            g = self._seg_grad
+            if g is None or g is grad_state.enabled:
                 results = end.compiled(*self.inputs)
-            finally:
-                grad_state.enabled = prev
-            if not isinstance(results, (tuple, list)):
+            else:
+                prev = grad_state.enabled
+                grad_state.enabled = g
+                try:
+                    results = end.compiled(*self.inputs)
+                finally:
+                    grad_state.enabled = prev
+            if results.__class__ is not tuple and results.__class__ is not list:
                 results = (results,)
-            self._fill(outputs, results, tensors, storages)
-        self._start_graph(end.next)
-        if hasattr(self, "_seg_grad"):
-            del self._seg_grad
+            self._fill(outputs, results, dict(alive), storages)
+        if not self.finishing:
+            self._start_graph(end.next)
+            self._seg_grad = None
+
+    def _new_end(self, step: _Step, outputs: tuple) -> _End:
+        if not outputs:
+            end = _End(outputs, None, None, 0.0)    # nothing computed is still used
+        elif not self.recorded and self.cache.entries >= config.recompile_limit:
+            gm = self._build_graph(step, outputs)
+            end = _End(outputs, gm.forward, gm, 0.0)   # past the limit: run the graph as Python
+        else:
+            if not self.recorded:
+                self.recorded = True
+                self.cache.entries += 1
+            end = self._compile(step, outputs)
+        step.ends.append(end)
+        return end
 
     def _fill(self, outputs: tuple, results: Any, tensors: dict, storages: dict) -> None:
-        from numpy.lib.stride_tricks import as_strided
+        """Give each storage its values and each lazy tensor its ``grad_fn``."""
         for j, v in zip(outputs, results):
             st = storages.get(j)
             if st is not None:
                 shape, stride, offset = st._layout
                 vst = v._storage
-                if (v._offset == offset and v._stride == stride and vst._size == st._size and vst.dtype is st.dtype
-                        and type(vst) is Storage and vst.data is not None and id(vst) not in self.in_storages):
-                    _DATA.__set__(st, vst.data)
+                if (v._offset == offset and v._stride == stride and vst.__class__ is Storage and vst._size == st._size
+                        and vst.dtype is st.dtype and vst.data is not None and id(vst) not in self.in_storages):
+                    _DATA.__set__(st, vst.data)   # adopt the result's buffer
                     st._owner = vst
                 else:
-                    arr = np.empty(st._size, dtype=st.dtype.np)
-                    item = arr.itemsize
-                    if shape and 0 not in shape:
-                        view = as_strided(arr[offset:], shape, tuple(s * item for s in stride))
-                        view[...] = v._np()
-                    elif not shape:
-                        arr[offset] = v._np()
-                    _DATA.__set__(st, arr)
-                    st._owner = arr
+                    _DATA.__set__(st, _copy_into(v, st, shape, stride, offset))
+                    st._owner = st.data
             t = tensors.get(j)
             if t is not None:
-                t._np_cache = None
-                d = t.__dict__
-                d.pop("_dynamo_node", None)
                 gf = v.grad_fn
                 if gf is not None:
+                    d = t.__dict__
                     d["grad_fn"] = gf
                     d["_output_nr"] = v._output_nr
                     t._requires_grad = True
-                else:
-                    d.pop("grad_fn", None)
+                elif t._requires_grad:
+                    t.__dict__.pop("grad_fn", None)
                     t._requires_grad = v._requires_grad
 
     def _compile(self, step: _Step, outputs: tuple) -> _End:
@@ -894,9 +922,15 @@ class Capture(TorchDispatchMode):
         values: dict[int, Any] = {}
         news = _Inputs()
         placeholders = news.placeholders
+        used: set[str] = set()
         first_op = None
         for s in path:
             for src in s.sources:
+                k, base = 1, src
+                while src in used:     # two inputs with one source name: L_input_, L_input_1_
+                    src = f"{base.rstrip('_')}_{k}_"
+                    k += 1
+                used.add(src)
                 if first_op is None:
                     placeholders.append(g.placeholder(src))
                 else:
@@ -922,6 +956,25 @@ class Capture(TorchDispatchMode):
                     _rename(values[j], name)
         g.output(tuple(values[j] for j in outputs))
         return GraphModule(Module(), g)
+
+
+def _make_tensor(st, offset, shape, stride, dtype):
+    from .._tensor import Tensor
+    global _make_tensor
+    _make_tensor = Tensor._make
+    return _make_tensor(st, offset, shape, stride, dtype)
+
+
+def _copy_into(v: TensorBase, st: Storage, shape: tuple, stride: tuple, offset: int) -> np.ndarray:
+    """A new buffer of ``st``'s size holding ``v``'s values at the recorded layout."""
+    from numpy.lib.stride_tricks import as_strided
+    arr = np.empty(st._size, dtype=st.dtype.np)
+    if not shape:
+        arr[offset] = v._np()
+    elif 0 not in shape:
+        item = arr.itemsize
+        as_strided(arr[offset:], shape, tuple(x * item for x in stride))[...] = v._np()
+    return arr
 
 
 def _flat_tensor(args: tuple, pos: int) -> TensorBase:

@@ -15,16 +15,19 @@ from typing import Any, Callable
 from ..nn import Module
 from . import capture as _capture
 from .backends import lookup_backend
+from .capture import Capture, _tls
 
 __all__ = ["compile", "OptimizedModule", "reset", "explain", "ExplainOutput", "GraphCompileReason"]
 
 # one cache per (code object, backend, dynamic, fullgraph)
 _CACHES: dict[tuple, _capture.CodeCache] = {}
+_generation = [0]   # bumped by reset(): a compiled function looks its cache up again
 
 
 def reset() -> None:
     """Forget every compiled graph and cache entry (``torch._dynamo.reset()``)."""
     _CACHES.clear()
+    _generation[0] += 1
 
 
 def _cache_for(fn: Callable, code: Any, backend: Any, dynamic: bool, fullgraph: bool, mode: str | None,
@@ -49,9 +52,9 @@ def _code_of(fn: Callable) -> Any:
 
 def _run(cache: _capture.CodeCache, fn: Callable, code: Any, args: tuple, kwargs: dict,
          explain: list | None = None) -> Any:
-    if _capture.current_capture() is not None:
+    if getattr(_tls, "capture", None) is not None:
         return fn(*args, **kwargs)    # called from inside a capture: its ops join the caller's graph
-    cap = _capture.Capture(cache, code, explain=explain)
+    cap = Capture(cache, code, explain)
     with cap:
         try:
             out = fn(*args, **kwargs)
@@ -68,10 +71,14 @@ def _run(cache: _capture.CodeCache, fn: Callable, code: Any, args: tuple, kwargs
 def _compile_function(fn: Callable, backend: Any, dynamic: bool, fullgraph: bool, mode: str | None,
                       options: dict | None) -> Callable:
     code = _code_of(fn)
+    found = [None, -1]    # the cache, and the reset() generation it was found in
 
     @functools.wraps(fn)
     def compiled(*args: Any, **kwargs: Any) -> Any:
-        cache = _cache_for(fn, code, backend, dynamic, fullgraph, mode, options)
+        cache = found[0]
+        if found[1] != _generation[0]:
+            cache = found[0] = _cache_for(fn, code, backend, dynamic, fullgraph, mode, options)
+            found[1] = _generation[0]
         return _run(cache, fn, code, args, kwargs)
 
     compiled._torchdynamo_orig_callable = fn
