@@ -14,6 +14,11 @@ from typing import Any, Callable
 import numpy as np
 
 from .ir import Value
+from .libm import FASTMATH
+
+#: a row kernel's reductions may be reassociated (summed in SIMD lanes, then combined: numpy's
+#: pairwise sum and torch's vectorised sum reorder it too); without it the loop stays scalar
+REDUCTION_FASTMATH = FASTMATH | {"reassoc"}
 from .scheduler import FusionGroup
 
 #: below this many elements a kernel runs on one thread (starting threads costs more than it saves)
@@ -95,6 +100,30 @@ def header_line(group: FusionGroup, params: list[str]) -> str:
     return f"def {group.name}({', '.join(params)}):"
 
 
+def _expr(v: Value, local: dict[int, str], local_dtype: dict[int, np.dtype], fast: bool, trig: bool = True) -> str:
+    """The expression computing pointwise ``v`` from the locals holding its operands (``fast``: float32
+    exp/tanh, and sin/cos if ``trig``, by ``libm``'s vectorisable functions)."""
+    cdt = _compute_dtype(v)
+
+    def operand(a: Any) -> str:
+        if isinstance(a, Value):
+            e = local[id(a)]
+            if v.op == "where" and a is v.args[0]:
+                return e
+            return e if local_dtype[id(a)] == cdt else f"{np_ctor(cdt)}({e})"
+        if isinstance(a, bool) and cdt.kind == "b":
+            return repr(a)
+        return f"{np_ctor(cdt)}({a!r})"
+    ops = [operand(a) for a in v.args]
+    if fast and cdt == np.float32 and v.op in FAST_FLOAT32 and (trig or v.op not in ("sin", "cos")):
+        expr = f"{FAST_FLOAT32[v.op]}({ops[0]})"
+    else:
+        expr = PRIMITIVES[v.op](*ops)
+    if v.op in COMPARISONS or v.op.startswith("logical_") or cdt != v.dtype:
+        expr = f"{np_ctor(v.dtype)}({expr})"
+    return expr
+
+
 def _values_body(group: FusionGroup, names: dict[int, str], outs: dict[int, str], fast: bool) -> tuple[list[str], int]:
     """The loop body computing ``group.values`` (and storing its outputs); the number of sin/cos."""
     body: list[str] = []
@@ -102,27 +131,10 @@ def _values_body(group: FusionGroup, names: dict[int, str], outs: dict[int, str]
     local: dict[int, str] = {id(v): f"{names[id(v)]}_v" for v in group.inputs}
     local_dtype: dict[int, np.dtype] = {id(v): v.dtype for v in group.inputs}
     for k, v in enumerate(group.values):
-        cdt = _compute_dtype(v)
-
-        def operand(a: Any) -> str:
-            if isinstance(a, Value):
-                e = local[id(a)]
-                if v.op == "where" and a is v.args[0]:
-                    return e
-                return e if local_dtype[id(a)] == cdt else f"{np_ctor(cdt)}({e})"
-            if isinstance(a, bool) and cdt.kind == "b":
-                return repr(a)
-            return f"{np_ctor(cdt)}({a!r})"
-        ops = [operand(a) for a in v.args]
-        if fast and cdt == np.float32 and v.op in FAST_FLOAT32:
-            expr = f"{FAST_FLOAT32[v.op]}({ops[0]})"
-            if v.op in ("sin", "cos"):
-                n_trig += 1
-                body.append(f"        big += np.int32(abs({ops[0]}) >= TRIG_LIMIT)")
-        else:
-            expr = PRIMITIVES[v.op](*ops)
-        if v.op in COMPARISONS or v.op.startswith("logical_") or cdt != v.dtype:
-            expr = f"{np_ctor(v.dtype)}({expr})"
+        expr = _expr(v, local, local_dtype, fast)
+        if fast and v.op in ("sin", "cos") and _compute_dtype(v) == np.float32:
+            n_trig += 1
+            body.append(f"        big = big | (abs({local[id(v.args[0])]}) >= TRIG_LIMIT)")
         name = f"t{k}"
         body.append(f"        {name} = {expr}")
         local[id(v)], local_dtype[id(v)] = name, v.dtype
@@ -131,13 +143,180 @@ def _values_body(group: FusionGroup, names: dict[int, str], outs: dict[int, str]
     return body, n_trig
 
 
+def _coords(var: str, shape: tuple[int, ...], prefix: str, indent: str) -> list[str]:
+    """Lines splitting the flat index ``var`` of ``shape`` into coordinates ``{prefix}0, {prefix}1, ...``."""
+    lines = [f"{indent}{prefix}r = {var}"]
+    for d in reversed(range(len(shape))):
+        if d > 0:
+            lines += [f"{indent}{prefix}{d} = {prefix}r % {shape[d]}", f"{indent}{prefix}r = {prefix}r // {shape[d]}"]
+        else:
+            lines.append(f"{indent}{prefix}0 = {prefix}r")
+    return lines
+
+
+def _sub_index(own: tuple[int, ...], full: tuple[int, ...], var: str, prefix: str) -> tuple[str | None, bool]:
+    """The flat index into ``own`` (broadcast against ``full``) from the flat index ``var`` of ``full``;
+    None when it does not depend on ``var``; whether it needs ``var``'s coordinates."""
+    if all(n == 1 for n in own):
+        return None, False
+    if own == full:
+        return var, False
+    st = _contiguous_strides(own)
+    terms = [f"{prefix}{d} * {st[d]}" if st[d] != 1 else f"{prefix}{d}" for d in range(len(full)) if own[d] != 1]
+    return " + ".join(terms), True
+
+
+def row_kernel_source(group: FusionGroup) -> tuple[str, str]:
+    """A row kernel: a loop over the rows of ``group.geometry``; per row, one inner loop over the
+    columns per round of reductions (the pointwise Values feeding them recomputed in it), the
+    per-row Values after their round, and a last inner loop storing the full-size outputs and
+    accumulating column reductions (one partial row per block of rows, summed at the end)."""
+    outer, inner = group.geometry
+    full = outer + inner
+    R, C = int(np.prod(outer, dtype=np.int64)), int(np.prod(inner, dtype=np.int64))
+    names = {id(v): f"in{k}" for k, v in enumerate(group.inputs)}
+    outs = {id(v): f"out{k}" for k, v in enumerate(group.outputs)}
+    params = [names[id(v)] for v in group.inputs] + [outs[id(v)] for v in group.outputs]
+    members = set(map(id, group.values))
+    local: dict[int, str] = {id(v): f"{names[id(v)]}_v" for v in group.inputs}
+    local_dtype: dict[int, np.dtype] = {id(v): v.dtype for v in group.inputs}
+    for k, v in enumerate(group.values):
+        local[id(v)], local_dtype[id(v)] = f"t{k}", v.dtype
+
+    def is_full(v: Value) -> bool:   # computed per element, inside an inner loop
+        return v.kind == "pointwise" and v.shape == group.shape
+
+    # rounds: a row reduction runs in round 1 + the last round of the per-row Values it reads
+    phase: dict[int, int] = {}
+
+    def row_deps(v: Value, seen: set) -> int:
+        p = 0
+        for a in v.inputs():
+            if id(a) in seen or id(a) not in members:
+                continue
+            seen.add(id(a))
+            p = max(p, row_deps(a, seen) if is_full(a) else phase[id(a)])
+        return p
+    for v in group.values:
+        if v.kind == "reduction" and v.axis == "rows":
+            phase[id(v)] = 1 + row_deps(v, set())
+        elif v.kind == "pointwise" and not is_full(v):
+            phase[id(v)] = row_deps(v, set())
+    n_phases = max([p for v, p in phase.items()] + [0])
+    col_reds = [v for v in group.values if v.kind == "reduction" and v.axis == "cols"]
+    blocked = bool(col_reds)
+    n_blocks = min(R, 64) if blocked and R * C >= PARALLEL_THRESHOLD else 1
+    rows_per_block = -(-R // max(n_blocks, 1))
+    parallel = R * C >= PARALLEL_THRESHOLD and R > 1
+    loop = "prange" if parallel else "range"
+
+    # where each input is read: per row (its columns broadcast) or per element
+    ind_r = "            " if blocked else "        "
+    ind_j = ind_r + "    "
+    row_loads, need_rc = [], False
+    elem_index: dict[int, tuple[str, bool]] = {}
+    for v in group.inputs:
+        own = (1,) * (len(full) - len(v.shape)) + tuple(v.shape)
+        ri, rc = _sub_index(own[:len(outer)], outer, "r", "rc")
+        ci, cc = _sub_index(own[len(outer):], inner, "j", "jc")
+        need_rc |= rc
+        n_inner = int(np.prod(own[len(outer):], dtype=np.int64))
+        row_part = None if ri is None else (ri if n_inner == 1 else f"({ri}) * {n_inner}" if rc else f"{ri} * {n_inner}")
+        if ci is None:
+            row_loads.append(f"{ind_r}{names[id(v)]}_v = {names[id(v)]}[{row_part or '0'}]")
+        else:
+            elem_index[id(v)] = (ci if row_part is None else f"{row_part} + {ci}", cc)
+
+    lines = [header_line(group, params), f"    # {' -> '.join(v.op for v in group.values)}; "
+             f"{R} rows of {C} ({group.shape})"]
+    acc_init = {"sum": "0", "max": "-np.inf", "min": "np.inf"}
+
+    def combine(v: Value, acc: str, x: str) -> str:
+        return {"sum": f"{acc} + {x}", "max": _maximum(x, acc), "min": _minimum(x, acc)}[v.op]
+
+    for v in col_reds:
+        lines.append(f"    {local[id(v)]}_part = np.full(({n_blocks}, {C}), {acc_init[v.op]}, np.{v.dtype.name})")
+    if blocked:
+        lines += [f"    for b in {loop}({n_blocks}):",
+                  f"        for r in range(b * {rows_per_block}, min(b * {rows_per_block} + {rows_per_block}, {R})):"]
+    else:
+        lines.append(f"    for r in {loop}({R}):")
+    if need_rc:
+        lines += _coords("r", outer, "rc", ind_r)
+    lines += row_loads
+
+    def inner_loop(targets: list[Value], store: bool) -> list[str]:
+        """One loop over the columns computing what ``targets`` read (in program order)."""
+        needed: set[int] = set()
+
+        def visit(v: Value) -> None:
+            for a in v.inputs():
+                if id(a) in needed:
+                    continue
+                if id(a) in elem_index or (id(a) in members and is_full(a)):
+                    needed.add(id(a))
+                    if id(a) in members:
+                        visit(a)
+        for t in targets:
+            if is_full(t):
+                needed.add(id(t))
+            visit(t)
+        body = [f"{ind_r}for j in range({C}):"]
+        if any(elem_index[id(v)][1] for v in group.inputs if id(v) in needed and id(v) in elem_index):
+            body += _coords("j", inner, "jc", ind_j)
+        for v in group.inputs:
+            if id(v) in needed and id(v) in elem_index:
+                body.append(f"{ind_j}{local[id(v)]} = {names[id(v)]}[{elem_index[id(v)][0]}]")
+        for v in group.values:
+            if id(v) in needed:
+                body.append(f"{ind_j}{local[id(v)]} = {_expr(v, local, local_dtype, True, trig=False)}")
+                if store and id(v) in outs:
+                    body.append(f"{ind_j}{outs[id(v)]}[r * {C} + j] = {local[id(v)]}")
+        for t in targets:
+            if t.kind != "reduction":
+                continue
+            x = local[id(t.args[0])]
+            x = x if local_dtype[id(t.args[0])] == t.dtype else f"np.{t.dtype.name}({x})"
+            acc = local[id(t)] if t.axis == "rows" else f"{local[id(t)]}_part[b, j]"
+            body.append(f"{ind_j}{acc} = {combine(t, acc, x)}")
+        return body
+
+    for p in range(n_phases + 1):
+        if p > 0:
+            reds = [v for v in group.values if v.kind == "reduction" and v.axis == "rows" and phase[id(v)] == p]
+            lines += [f"{ind_r}{local[id(v)]} = np.{v.dtype.name}({acc_init[v.op]})" for v in reds]
+            lines += inner_loop(reds, store=False)
+        for v in group.values:
+            if phase.get(id(v)) == p:
+                if v.kind == "pointwise":
+                    lines.append(f"{ind_r}{local[id(v)]} = {_expr(v, local, local_dtype, True, trig=False)}")
+                if id(v) in outs:
+                    lines.append(f"{ind_r}{outs[id(v)]}[r] = {local[id(v)]}")
+    finals = [v for v in group.values if (is_full(v) and id(v) in outs) or v in col_reds]
+    if finals:
+        lines += inner_loop(finals, store=True)
+    for v in col_reds:
+        part = f"{local[id(v)]}_part"
+        lines += [f"    for j in range({C}):",
+                  f"        acc = {part}[0, j]",
+                  f"        for b in range(1, {n_blocks}):",
+                  f"            acc = {combine(v, 'acc', f'{part}[b, j]')}",
+                  f"        {outs[id(v)]}[j] = acc"]
+    src = "\n".join(lines) + "\n"
+    sig = "void(" + ", ".join(f"{_NUMBA_TYPE[v.dtype.name]}[::1]" for v in group.inputs + group.outputs) + ")"
+    return src, sig
+
+
 def kernel_source(group: FusionGroup) -> tuple[str, str]:
     """The Python source of ``group``'s kernel, and its numba signature string."""
+    if group.geometry is not None:
+        return row_kernel_source(group)
     shape, n = group.shape, int(np.prod(group.shape, dtype=np.int64))
     names = {id(v): f"in{k}" for k, v in enumerate(group.inputs)}
     outs = {id(v): f"out{k}" for k, v in enumerate(group.outputs)}
     params = [names[id(v)] for v in group.inputs] + [outs[id(v)] for v in group.outputs]
-    loop = "prange" if n >= PARALLEL_THRESHOLD else "range"
+    parallel = n >= PARALLEL_THRESHOLD
+    loop = "prange" if parallel else "range"
     body: list[str] = []
     need_coords = False
     loads: list[str] = []
@@ -169,24 +348,41 @@ def kernel_source(group: FusionGroup) -> tuple[str, str]:
     lines = [header_line(group, params), f"    # {' -> '.join(v.op for v in group.values)}; shape {shape}"]
     if not n_trig:
         lines += [f"    for i in {loop}({n}):", *body, *fast_body]
-    else:   # blocks, each counting its too-large sin/cos arguments in a local (a vectorisable reduction)
+    elif not parallel:   # one loop that notes whether any sin/cos argument was too large
+        lines += ["    big = False", f"    for i in range({n}):", *body, *fast_body]
+    else:   # blocks, each noting its too-large sin/cos arguments in a local (a vectorisable reduction)
         nblocks = -(-n // BLOCK)
-        lines += [f"    nbig = np.zeros({nblocks}, np.int32)",
-                  f"    for b in {loop}({nblocks}):",
-                  "        big = np.int32(0)",
+        lines += [f"    nbig = np.zeros({nblocks}, np.bool_)",
+                  f"    for b in prange({nblocks}):",
+                  "        big = False",
                   f"        for i in range(b * {BLOCK}, min(b * {BLOCK} + {BLOCK}, {n})):",
                   *["    " + x for x in body + fast_body],
                   "        nbig[b] = big"]
+        lines.append("    big = nbig.any()")
+    if n_trig:
         slow_body, _ = _values_body(group, names, outs, fast=False)
-        lines += ["    if nbig.sum() > 0:  # sin/cos arguments beyond TRIG_LIMIT: again with the C library's",
+        lines += ["    if big:  # sin/cos arguments beyond TRIG_LIMIT: again with the C library's",
                   f"        for i in {loop}({n}):", *["    " + x for x in body + slow_body]]
     src = "\n".join(lines) + "\n"
     sig = "void(" + ", ".join(f"{_NUMBA_TYPE[v.dtype.name]}[::1]" for v in group.inputs + group.outputs) + ")"
     return src, sig
 
 
+def decorator(group: FusionGroup, source: str) -> str:
+    """The ``@njit(...)`` line ``compile_kernel`` compiles ``source`` with, for showing the code."""
+    fastmath = FASTMATH if group.geometry is None else REDUCTION_FASTMATH
+    return f"@njit(parallel={'prange(' in source}, fastmath={sorted(fastmath)!r})"
+
+
+#: compiled kernels by (source, signature): a kernel generated again is not compiled again
+_KERNELS: dict[tuple[str, str, bool], Callable] = {}
+
+
 def compile_kernel(group: FusionGroup, source: str, signature: str) -> Callable:
-    """Compile ``source`` with numba (eagerly, for ``signature``)."""
+    """Compile ``source`` with numba (eagerly, for ``signature``); reused when compiled before."""
+    key = (source, signature, group.geometry is None)
+    if key in _KERNELS:
+        return _KERNELS[key]
     import math
 
     import numba
@@ -197,5 +393,8 @@ def compile_kernel(group: FusionGroup, source: str, signature: str) -> Callable:
     code = compile(source, f"<course_lib._inductor {group.name}>", "exec")
     exec(code, namespace)
     parallel = "prange(" in source
-    return numba.njit(signature, parallel=parallel, fastmath=False, error_model="numpy", cache=False)(
+    fastmath = FASTMATH if group.geometry is None else REDUCTION_FASTMATH
+    kernel = numba.njit(signature, parallel=parallel, fastmath=fastmath, error_model="numpy", cache=False)(
         namespace[group.name])
+    _KERNELS[key] = kernel
+    return kernel

@@ -18,7 +18,7 @@ from .. import Tensor
 from .._parallel import get_num_threads
 from ..fx.graph_module import GraphModule
 from ..fx.passes.shape_prop import ShapeProp
-from .codegen import compile_kernel, kernel_source
+from .codegen import compile_kernel, decorator, kernel_source
 from .decomposition import lower
 from .ir import Value
 from .scheduler import ExternStep, FusionGroup, schedule
@@ -85,9 +85,7 @@ class CompiledFxGraph:
         """The generated kernels and wrapper, as one readable Python module."""
         header = ("import numpy as np\nfrom numba import njit, prange\n"
                   "from course_lib._inductor.libm import TRIG_LIMIT, cosf, expf, sinf, tanhf")
-        return "\n\n".join([header, *[
-            f"@njit(parallel={'prange(' in s}, fastmath=False)\n{s}" for s in self.kernel_sources],
-            self.wrapper_source])
+        return "\n\n".join([header, *self.kernel_sources, self.wrapper_source])
 
     def print_code(self) -> None:
         print(self.source)
@@ -130,7 +128,7 @@ def compile_fx(gm: GraphModule, example_inputs: Sequence[Any]) -> CompiledFxGrap
     for s in steps:
         if isinstance(s, FusionGroup):
             src, sig = kernel_source(s)
-            kernel_sources.append(src)
+            kernel_sources.append(f"{decorator(s, src)}\n{src}")
             namespace[s.name] = compile_kernel(s, src, sig)
 
     # liveness: the step after which each value is last read (through aliases, by the root buffer)
@@ -200,7 +198,7 @@ def compile_fx(gm: GraphModule, example_inputs: Sequence[Any]) -> CompiledFxGrap
                 lines.append(f"    e{n_ext} = {arr[id(v.args[0])]}[{v.index}]")
             else:
                 namespace[f"op{n_ext}"] = v.target
-                lines.append(f"    e{n_ext} = _call_extern(op{n_ext}, {_fmt_args(v.args, arr)})  # {v.target.name}")
+                lines.append(f"    e{n_ext} = _call_extern(op{n_ext}, {_fmt_args(v.args, arr, namespace)})  # {v.target.name}")
             arr[id(v)] = f"e{n_ext}"
             n_ext += 1
         for v in values:   # buffers whose last read was this step are free from now on
@@ -214,7 +212,7 @@ def compile_fx(gm: GraphModule, example_inputs: Sequence[Any]) -> CompiledFxGrap
     return CompiledFxGraph(wrapper, kernel_sources, namespace, n_groups, len(steps) - n_groups)
 
 
-def _fmt_args(args: Any, arr: dict[int, str]) -> str:
+def _fmt_args(args: Any, arr: dict[int, str], namespace: dict[str, Any]) -> str:
     def f(a: Any) -> str:
         if isinstance(a, Value):
             return arr[id(a)]
@@ -222,15 +220,17 @@ def _fmt_args(args: Any, arr: dict[int, str]) -> str:
             return "[" + ", ".join(f(x) for x in a) + "]"
         if isinstance(a, tuple):
             return "(" + "".join(f(x) + ", " for x in a) + ")"
-        return _literal(a)
+        return _literal(a, namespace)
     return f(tuple(args))
 
 
-def _literal(a: Any) -> str:
-    r = repr(a)
-    if r.startswith("course_lib.") or r in ("inf", "-inf", "nan"):
-        raise NotImplementedError(f"compile_fx: cannot write the constant {a!r}")
-    return r
+def _literal(a: Any, namespace: dict[str, Any]) -> str:
+    """``a`` as source: its repr when that reads back as ``a``, else a name bound to it (a dtype)."""
+    if a is None or isinstance(a, (bool, int, str)) or (isinstance(a, float) and np.isfinite(a)):
+        return repr(a)
+    name = f"k{sum(k.startswith('k') and k[1:].isdigit() for k in namespace)}"
+    namespace[name] = a
+    return name
 
 
 def _fmt_out(o: Any, arr: dict[int, str], values: list[Value]) -> str:

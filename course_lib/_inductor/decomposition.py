@@ -43,6 +43,34 @@ class Lowering:
         shape = np.broadcast_shapes(*[a.shape for a in args if isinstance(a, Value)])
         return self.new("pointwise", op=op, args=args, shape=tuple(shape), dtype=np.dtype(dtype))
 
+    def reduce(self, op: str, x: Value, dims: Any, keepdim: bool, dtype: np.dtype) -> Value | None:
+        """``op`` (sum, max, min) of ``x`` over ``dims``, or None when the dims are neither the
+        trailing nor the leading ones (that reduction stays an extern)."""
+        nd = len(x.shape)
+        if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+            dims = range(nd)
+        elif isinstance(dims, int):
+            dims = [dims]
+        try:
+            red = sorted({d + nd if d < 0 else d for d in dims})
+        except TypeError:
+            return None
+        if any(d < 0 or d >= nd for d in red) or x.dtype is None or x.dtype.kind != "f":
+            return None
+        k = len(red)
+        if red == list(range(nd - k, nd)):
+            axis, geometry = "rows", (x.shape[:nd - k], x.shape[nd - k:])
+        elif red == list(range(k)):
+            axis, geometry = "cols", (x.shape[:k], x.shape[k:])
+        else:
+            return None
+        if op != "sum" and 0 in x.shape:
+            return None   # max of nothing: eager raises, keep its error
+        shape = tuple(1 if d in red else n for d, n in enumerate(x.shape)) if keepdim else tuple(
+            n for d, n in enumerate(x.shape) if d not in red)
+        return self.new("reduction", op=op, args=(x,), shape=shape, dtype=np.dtype(dtype), axis=axis,
+                        geometry=geometry)
+
 
 Decomposition = Callable[..., "Value | None"]
 #: op name -> f(lowering, out_dtype, *args) returning the Value, or None to keep the op as an extern
@@ -139,6 +167,103 @@ def _to_copy(L: Lowering, dt: np.dtype, x: Value, dtype: Any = None, device: Any
     return L.pw("clone", x, dtype=dt)
 
 
+@register_decomposition("detach", "alias")
+def _identity(L: Lowering, dt: np.dtype, x: Value) -> Value:
+    return x   # the compiled program's results never require grad: detaching changes nothing
+
+
+def _reduced_size(x: Value, dims: Any) -> int:
+    nd = len(x.shape)
+    if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+        return x.numel
+    dims = [dims] if isinstance(dims, int) else dims
+    return int(np.prod([x.shape[d] for d in dims], dtype=np.int64)) if nd else 1
+
+
+@register_decomposition("sum")
+def _sum(L: Lowering, dt: np.dtype, x: Value, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Value | None:
+    return L.reduce("sum", x, dim, keepdim, dt)
+
+
+@register_decomposition("mean")
+def _mean(L: Lowering, dt: np.dtype, x: Value, dim: Any = None, keepdim: bool = False,
+          dtype: Any = None) -> Value | None:
+    s = L.reduce("sum", x, dim, keepdim, dt)
+    return None if s is None else L.pw("div", s, float(_reduced_size(x, dim)), dtype=dt)
+
+
+@register_decomposition("amax", "amin")
+def _amax(L: Lowering, dt: np.dtype, x: Value, dim: Any = (), keepdim: bool = False, *, _op: str = "max") -> Value | None:
+    return L.reduce(_op, x, dim, keepdim, dt)
+
+
+DECOMPOSITIONS["amin"] = lambda L, dt, x, dim=(), keepdim=False: _amax(L, dt, x, dim, keepdim, _op="min")
+
+
+def _last_dim(x: Value, dim: int) -> bool:
+    return len(x.shape) > 0 and dim in (-1, len(x.shape) - 1)
+
+
+@register_decomposition("softmax", "log_softmax")
+def _softmax(L: Lowering, dt: np.dtype, x: Value, dim: int, dtype: Any = None, *, _log: bool = False) -> Value | None:
+    if not _last_dim(x, dim) or x.shape[-1] == 0:
+        return None
+    if x.dtype != dt:
+        x = L.pw("clone", x, dtype=dt)
+    m = L.reduce("max", x, [-1], True, dt)
+    z = L.pw("sub", x, m, dtype=dt)
+    s = L.reduce("sum", L.pw("exp", z, dtype=dt), [-1], True, dt)
+    if _log:
+        return L.pw("sub", z, L.pw("log", s, dtype=dt), dtype=dt)
+    return L.pw("div", L.pw("exp", z, dtype=dt), s, dtype=dt)
+
+
+DECOMPOSITIONS["log_softmax"] = lambda L, dt, x, dim, dtype=None: _softmax(L, dt, x, dim, dtype, _log=True)
+
+
+def _native_layer_norm(L: Lowering, x: Value, normalized_shape: Any, weight: Any, bias: Any,
+                       eps: float) -> tuple | None:
+    k, dt = len(normalized_shape), x.dtype
+    if k == 0 or tuple(x.shape[len(x.shape) - k:]) != tuple(normalized_shape) or dt.kind != "f":
+        return None
+    dims, n = list(range(-k, 0)), float(np.prod(normalized_shape))
+    mean = L.pw("div", L.reduce("sum", x, dims, True, dt), n, dtype=dt)
+    d = L.pw("sub", x, mean, dtype=dt)
+    var = L.pw("div", L.reduce("sum", L.pw("mul", d, d, dtype=dt), dims, True, dt), n, dtype=dt)
+    rstd = L.pw("div", 1.0, L.pw("sqrt", L.pw("add", var, float(eps), dtype=dt), dtype=dt), dtype=dt)
+    y = L.pw("mul", d, rstd, dtype=dt)
+    if weight is not None:
+        y = L.pw("mul", y, weight, dtype=dt)
+    if bias is not None:
+        y = L.pw("add", y, bias, dtype=dt)
+    return y, mean, rstd
+
+
+def _native_layer_norm_backward(L: Lowering, dy: Value, x: Value, normalized_shape: Any, mean: Value, rstd: Value,
+                                weight: Any, bias: Any) -> tuple | None:
+    k, dt = len(normalized_shape), x.dtype
+    if weight is None or k == 0 or dy.shape != x.shape or dt.kind != "f" or k >= len(x.shape):
+        return None
+    rows, n = list(range(-k, 0)), float(np.prod(normalized_shape))
+    cols = list(range(len(x.shape) - k))
+    xhat = L.pw("mul", L.pw("sub", x, mean, dtype=dt), rstd, dtype=dt)
+    g = L.pw("mul", dy, weight, dtype=dt)
+    a = L.pw("div", L.reduce("sum", g, rows, True, dt), n, dtype=dt)
+    b = L.pw("div", L.reduce("sum", L.pw("mul", g, xhat, dtype=dt), rows, True, dt), n, dtype=dt)
+    dx = L.pw("mul", L.pw("sub", L.pw("sub", g, a, dtype=dt), L.pw("mul", xhat, b, dtype=dt), dtype=dt), rstd,
+              dtype=dt)
+    dw = L.reduce("sum", L.pw("mul", dy, xhat, dtype=dt), cols, False, dt)
+    db = L.reduce("sum", dy, cols, False, dt)
+    return dx, dw, db
+
+
+#: ops with several results: name -> f(lowering, *args) returning a tuple of Values, or None
+MULTI_DECOMPOSITIONS: dict[str, Callable[..., "tuple | None"]] = {
+    "native_layer_norm": _native_layer_norm,
+    "native_layer_norm_backward": _native_layer_norm_backward,
+}
+
+
 def _tensor_meta(node: Node) -> tuple[tuple[int, ...], np.dtype] | None:
     tm = node.meta.get("tensor_meta")
     if tm is None or not hasattr(tm, "shape"):
@@ -173,7 +298,13 @@ def lower(gm: GraphModule) -> tuple[Lowering, Any]:
             env[node] = L.new("constant", target=t, shape=tuple(t.shape), dtype=np.dtype(t.dtype.np))
         elif node.op == "call_function" and node.target is operator.getitem:
             base, i = arg(node.args[0]), node.args[1]
-            env[node] = L.new("getitem", args=(base,), index=i, shape=shape, dtype=dtype)
+            if isinstance(base, (tuple, list)):   # a decomposed multi-result op
+                env[node] = base[i]
+            else:
+                env[node] = L.new("getitem", args=(base,), index=i, shape=shape, dtype=dtype)
+        elif (node.op == "call_function" and isinstance(node.target, OpDef)
+              and node.target.name in MULTI_DECOMPOSITIONS):
+            env[node] = _lower_multi(L, node, arg(tuple(node.args)), shape, dtype)
         elif node.op == "call_function" and isinstance(node.target, OpDef):
             env[node] = _lower_op(L, node.target, arg(tuple(node.args)), shape, dtype)
         elif node.op == "output":
@@ -186,14 +317,35 @@ def lower(gm: GraphModule) -> tuple[Lowering, Any]:
     return L, output
 
 
+def _lower_multi(L: Lowering, node: Node, args: tuple, shape: Any, dtype: Any) -> Any:
+    """A multi-result op: its decomposition's tuple of Values, or one extern Value."""
+    tensors = [a for a in args if isinstance(a, Value)]
+    if all(a.dtype is not None and a.dtype.kind == "f" for a in tensors) and len({a.dtype for a in tensors}) == 1:
+        n_values = len(L.values)
+        out = MULTI_DECOMPOSITIONS[node.target.name](L, *args)
+        if out is not None:
+            metas = node.meta.get("tensor_meta")
+            if isinstance(metas, (tuple, list)):
+                for v, tm in zip(out, metas):
+                    if hasattr(tm, "shape") and (tuple(tm.shape) != v.shape or np.dtype(tm.dtype.np) != v.dtype):
+                        raise RuntimeError(f"compile_fx: lowering {node.target.name} gave {v.shape} {v.dtype}, "
+                                           f"expected {tuple(tm.shape)}")
+            return out
+        del L.values[n_values:]
+    return L.new("extern", target=node.target, args=args, shape=shape, dtype=dtype)
+
+
 def _lower_op(L: Lowering, op: OpDef, args: tuple, shape: tuple[int, ...], dtype: np.dtype | None) -> Value:
     tensors = [a for a in args if isinstance(a, Value)]
     fusible = (_is_float_or_bool(dtype) and all(a.dtype is not None and a.dtype.kind in "fbiu" for a in tensors)
-               and not any(isinstance(a, (list, tuple)) for a in args))
+               and not any(isinstance(a, (list, tuple)) and any(isinstance(x, Value) for x in a) for a in args))
     if fusible and (dtype.kind == "f" or op.name in COMPARISONS or op.name in ("where", "masked_fill", "clone")):
         v = None
+        n_values = len(L.values)
         if op.name in DECOMPOSITIONS:
             v = DECOMPOSITIONS[op.name](L, dtype, *args)
+            if v is None:   # not decomposed after all: drop what the attempt built
+                del L.values[n_values:]
         elif op.name in PRIMITIVES:
             v = L.pw(op.name, *args, dtype=dtype)
         if v is not None:

@@ -7,6 +7,9 @@ reduced.  A ``Value`` is one of:
 - ``constant``: a tensor the graph reads with ``get_attr`` (``target`` holds it);
 - ``pointwise``: a primitive elementwise op (``op`` names it, see ``codegen.PRIMITIVES``) whose
   ``args`` are Values or Python scalars; these are what fusion groups are made of;
+- ``reduction``: ``op`` (``sum``, ``max``, ``min``) of ``args[0]`` over its trailing dims
+  (``axis == "rows"``: one result per row) or its leading dims (``axis == "cols"``: one result per
+  column), where ``geometry = (outer, inner)`` splits ``args[0]``'s shape into rows and columns;
 - ``extern``: any other registry op, run through course_lib's own kernel (``target`` is the op);
 - ``getitem``: element ``index`` of a tuple-valued extern.
 """
@@ -30,6 +33,8 @@ class Value:
     dtype: np.dtype | None = None
     index: int = 0
     target: Any = None
+    axis: str = ""
+    geometry: tuple[tuple[int, ...], tuple[int, ...]] | None = None
     users: list["Value"] = field(default_factory=list)
 
     @property

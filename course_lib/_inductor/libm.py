@@ -4,10 +4,10 @@ numba calls the C library for ``np.exp`` and friends one element at a time, so a
 of transcendental ops would be slower than numpy's SIMD loops.  PyTorch's inductor calls Sleef's
 vector functions for the same reason.  These are written with arithmetic, comparisons and
 selects only, which LLVM turns into SIMD code.  ``expf`` and ``tanhf`` evaluate in float32 with
-Cephes' polynomials (within 1 ulp of the correctly rounded result); ``sinf`` and ``cosf`` evaluate
-in float64 (range reduction plus a polynomial, ~1e-13 relative), since float32 reduction loses
-accuracy near the zeros of large arguments.  ``sin`` and
-``cos`` reduce exactly only for ``|x| < 2**20``: a kernel counts the larger arguments as it runs
+Cephes' polynomials (within 1 ulp of the correctly rounded result); ``sinf`` and ``cosf`` reduce
+the argument modulo pi/2 in float64 (float32 reduction loses accuracy near the zeros of large
+arguments) and evaluate Cephes' float32 polynomials on the reduced argument (within 2 ulp).  The
+reduction is exact only for ``|x| < 2**20``: a kernel counts the larger arguments as it runs
 and, if there were any, runs its loop again with the C library's functions.  (The counting is
 what keeps a conditional call out of the loop: a call in a branch stops LLVM vectorising it.)
 """
@@ -18,34 +18,14 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+#: LLVM may fuse a multiply and an add into one FMA (one rounding instead of two; never less
+#: accurate); no other fast-math licence: NaN, infinities and signed zeros behave as in IEEE
+FASTMATH = {"contract"}
 #: |x| below which the sin/cos range reduction is exact (k * PIO2_1 must be exact)
-TRIG_LIMIT = float(2 ** 20)
+TRIG_LIMIT = np.float32(2 ** 20)
 
 
-@intrinsic
-def _i64_as_f64(typingctx, i):
-    """The float64 whose bits are the int64 ``i`` (a bit cast, no conversion)."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-    return types.float64(types.int64), codegen
-
-
-_LOG2E = 1.4426950408889634
-_LN2_HI = 6.93147180369123816490e-01
-_LN2_LO = 1.90821492927058770002e-10
 _ROUND = 6755399441055744.0   # 1.5 * 2**52: adding and subtracting it rounds to an integer
-
-
-@njit(inline="always", fastmath=False)
-def exp64(x: float) -> float:
-    """exp(x) for float64 x, for results then rounded to float32 (|x| clamped to 110); unused by kernels."""
-    xc = min(max(x, -110.0), 110.0)
-    k = (xc * _LOG2E + _ROUND) - _ROUND
-    r = (xc - k * _LN2_HI) - k * _LN2_LO
-    p = 1.0 + r * (1.0 + r * (1.0 / 2 + r * (1.0 / 6 + r * (1.0 / 24 + r * (1.0 / 120 + r * (
-        1.0 / 720 + r * (1.0 / 5040 + r * (1.0 / 40320 + r * (1.0 / 362880 + r * (1.0 / 3628800))))))))))
-    scale = _i64_as_f64((np.int64(k) + 1023) << 52)
-    return x if x != x else p * scale
 
 
 @intrinsic
@@ -59,7 +39,7 @@ def _i32_as_f32(typingctx, i):
 F = np.float32
 
 
-@njit(inline="always", fastmath=False)
+@njit(inline="always", fastmath=FASTMATH)
 def expf(x):
     """exp(x) for float32 x, in float32 (Cephes' expf polynomial; within 1 ulp)."""
     xc = min(max(x, F(-104.0)), F(89.0))
@@ -75,7 +55,7 @@ def expf(x):
     return x if x != x else p * s1 * s2
 
 
-@njit(inline="always", fastmath=False)
+@njit(inline="always", fastmath=FASTMATH)
 def tanhf(x):
     """tanh(x) for float32 x, in float32 (Cephes' tanhf: a polynomial below 0.625, else via exp)."""
     z = abs(x)
@@ -91,31 +71,35 @@ def tanhf(x):
 _PIO2_1 = 1.57079632673412561417e+00
 _PIO2_1T = 6.07710050650619224932e-11
 _2_PI = 6.36619772367581382433e-01
-_S = (-1.66666666666666324348e-01, 8.33333333332248946124e-03, -1.98412698298579493134e-04,
-      2.75573137070700676789e-06, -2.50507602534068634195e-08, 1.58969099521155010221e-10)
-_C = (4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05,
-      -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11)
 
 
-@njit(inline="always", fastmath=False)
-def _sincos_reduced(x: float, shift: int) -> float:
-    k = (x * _2_PI + _ROUND) - _ROUND
-    r = (x - k * _PIO2_1) - k * _PIO2_1T
+#: Cephes' sinf/cosf polynomials on [-pi/4, pi/4], evaluated in float32
+_SF = (-1.6666654611e-1, 8.3321608736e-3, -1.9515295891e-4)
+_CF = (4.166664568298827e-2, -1.388731625493765e-3, 2.443315711809948e-5)
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _sincos_reduced(x, shift: int):
+    """sin(x + shift * pi/2) for float32 x: the reduction in float64 (exact for |x| < TRIG_LIMIT),
+    the polynomial in float32 on the reduced argument."""
+    xd = np.float64(x)
+    k = (xd * _2_PI + _ROUND) - _ROUND
+    r = np.float32((xd - k * _PIO2_1) - k * _PIO2_1T)
     z = r * r
-    s = r + r * z * (_S[0] + z * (_S[1] + z * (_S[2] + z * (_S[3] + z * (_S[4] + z * _S[5])))))
-    c = 1.0 - 0.5 * z + z * z * (_C[0] + z * (_C[1] + z * (_C[2] + z * (_C[3] + z * (_C[4] + z * _C[5])))))
-    q = (np.int64(k) + shift) & 3
-    v = s if (q & 1) == 0 else c
+    s = r + r * z * (F(_SF[0]) + z * (F(_SF[1]) + z * F(_SF[2])))
+    c = F(1.0) - F(0.5) * z + z * z * (F(_CF[0]) + z * (F(_CF[1]) + z * F(_CF[2])))
+    q = (np.int32(k) + np.int32(shift)) & np.int32(3)   # |k| < 2**20: int32 converts in SIMD (int64 does not)
+    v = s if (q & np.int32(1)) == 0 else c
     return -v if q >= 2 else v
 
 
-@njit(inline="always", fastmath=False)
+@njit(inline="always", fastmath=FASTMATH)
 def sinf(x):
-    """sin(x) for |x| < TRIG_LIMIT (the caller checks)."""
-    return np.float32(_sincos_reduced(np.float64(x), 0))
+    """sin(x) for float32 |x| < TRIG_LIMIT (the caller checks); within 2 ulp."""
+    return _sincos_reduced(x, 0)
 
 
-@njit(inline="always", fastmath=False)
+@njit(inline="always", fastmath=FASTMATH)
 def cosf(x):
-    """cos(x) for |x| < TRIG_LIMIT (the caller checks)."""
-    return np.float32(_sincos_reduced(np.float64(x), 1))
+    """cos(x) for float32 |x| < TRIG_LIMIT (the caller checks); within 2 ulp."""
+    return _sincos_reduced(x, 1)

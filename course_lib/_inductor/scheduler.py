@@ -5,9 +5,16 @@ wrapper's buffer reuse (``codegen/wrapper.py``: ``buf3 = buf0; del buf0  # reuse
 
 Fusion rule, kept simple: walk the Values in program order; consecutive pointwise Values with
 the same output shape form one group (inputs of a smaller shape are read through broadcast
-indexing).  An extern op that reads nothing from the open group is run before it, so it does not
-split the group; one that does read it closes the group.  Inside a group only the Values read
-after it (or returned) are written to memory: the rest live in registers of the loop body.
+indexing).  A reduction of a Value of that shape joins the group and gives it a row geometry
+(``outer`` rows of ``inner`` columns): from then on pointwise Values of one element per row (the
+reduction's result and what is computed from it, a mean or an rstd) join too, as do later
+reductions over the same rows and reductions over the columns (a LayerNorm backward's dweight).
+Such a group becomes a *row kernel*: a loop over rows with inner loops over the columns (see
+``codegen``).  A Value that reads a column reduction of the open group closes it (that result is
+only complete after the loop over all rows).  An extern op that reads nothing from the open group
+is run before it, so it does not split the group; one that does read it closes the group.  Inside
+a group only the Values read after it (or returned) are written to memory: the rest live in
+registers of the loop body.
 """
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ class FusionGroup:
 
     name: str
     shape: tuple[int, ...]
+    geometry: tuple[tuple[int, ...], tuple[int, ...]] | None = None
     values: list[Value] = field(default_factory=list)
     inputs: list[Value] = field(default_factory=list)
     outputs: list[Value] = field(default_factory=list)
@@ -42,6 +50,25 @@ def _mutates(v: Value) -> bool:
     return v.kind == "extern" and (bool(getattr(op, "is_inplace", False)) or op.name.endswith("_"))
 
 
+def is_row_shape(shape: tuple[int, ...], geometry: tuple) -> bool:
+    """Whether a Value of ``shape`` holds one element per row of ``geometry`` (a kept or dropped dim)."""
+    outer, inner = geometry
+    return shape == outer + (1,) * len(inner) or shape == outer
+
+
+def _joins(group: FusionGroup, v: Value) -> bool:
+    """Whether ``v`` can be computed in ``group`` (and, for a reduction, sets its geometry)."""
+    if any(a.kind == "reduction" and a.axis == "cols" and a in group.values for a in v.inputs()):
+        return False
+    if v.kind == "pointwise":
+        return v.shape == group.shape or (group.geometry is not None and is_row_shape(v.shape, group.geometry))
+    x = v.args[0]
+    if x.shape != group.shape or (group.geometry is not None and group.geometry != v.geometry):
+        return False
+    group.geometry = v.geometry
+    return True
+
+
 def schedule(values: list[Value], outputs: list[Value]) -> list:
     """The steps (fusion groups and extern calls) that compute ``values``, in a valid order."""
     steps: list = []
@@ -58,11 +85,13 @@ def schedule(values: list[Value], outputs: list[Value]) -> list:
         group = None
 
     for v in values:
-        if v.kind == "pointwise":
-            if group is None or group.shape != v.shape:
+        if v.kind in ("pointwise", "reduction"):
+            if group is None or not _joins(group, v):
                 close()
-                group = FusionGroup(f"kernel{n_groups}", v.shape)
+                shape = v.shape if v.kind == "pointwise" else v.args[0].shape
+                group = FusionGroup(f"kernel{n_groups}", shape)
                 n_groups += 1
+                _joins(group, v)
             group.values.append(v)
         elif v.kind in ("extern", "getitem"):
             in_group = group is not None and any(a in group.values for a in v.inputs())
