@@ -826,12 +826,16 @@ class Capture(TorchDispatchMode):
         if first is not None:
             order.insert(0, first)
         storages = {}
-        for _, t in alive:
+        views = False
+        for j, t in alive:
             st = t._storage
             storages[st._root] = st
-        if len(storages) != len(alive):
+            if st._root != j:
+                views = True
+        if views:
+            have = set(order)
             for root in storages:
-                if root not in order:
+                if root not in have:
                     order.append(root)     # a view's base, dead itself: its values fill the storage
         outputs = tuple(order)
         step = self.cursor
