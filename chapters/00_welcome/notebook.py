@@ -7,9 +7,10 @@
 # %% [markdown] id="intro"
 # # 00 · Welcome to *PyTorch from the inside*
 #
-# Over the next seven chapters you will build a small PyTorch of your own, on top of numpy:
+# Over the next eight chapters you will build a small PyTorch of your own, on top of numpy:
 # tensors that share storage, views made of strides, automatic differentiation, `nn.Module`,
-# normalization layers, a `DataLoader`, and `save`/`load`. Each piece mirrors the real one closely
+# normalization layers, a `DataLoader`, `save`/`load`, and a compiler in the manner of
+# `torch.compile`. Each piece mirrors the real one closely
 # enough that, at the end, you can open PyTorch's source and recognise what you see.
 #
 # **This chapter** shows how the course works, checks that your setup is ready, gives a tour of what
@@ -74,6 +75,7 @@ print("All set.")
 # | 05 Normalization | `BatchNorm` and `LayerNorm`, train vs eval | `torch/nn/modules/batchnorm.py` |
 # | 06 Data loading | `Dataset`, samplers, `collate`, a multi-process `DataLoader` | `torch/utils/data/dataloader.py` |
 # | 07 Serialization | `save`/`load` of tensors that share storage | `torch/serialization.py` |
+# | 08 Compile | graph capture with breaks and guards, the backward's min-cut, fused kernels | `torch/_dynamo/`, `torch/_inductor/` |
 #
 # All of it hangs on one idea, which is PyTorch's own: **every operation takes the same path**. A call
 # such as `x.add(y)` is looked up in an op registry and handed to a dispatcher, which tries a few
@@ -89,7 +91,7 @@ from matplotlib.patches import FancyBboxPatch
 layers = [
     ("Tensor methods · course_lib.add · nn.functional", "01, 04", "#dbe9f6"),
     ("op registry: each op declared once", "01", "#c6dbef"),
-    ("dispatcher · 1. modes (a logging mode, your own)", "01", "#fde0c5"),
+    ("dispatcher · 1. modes (logging, your own, compile's capture)", "01, 08", "#fde0c5"),
     ("dispatcher · 2. Autograd (records a Node)", "03", "#fcc5a5"),
     ("dispatcher · 3. backend: cpu (numpy) | meta (shapes)", "01, 02", "#d9f0d3"),
 ]

@@ -8,9 +8,9 @@ partitioner (``solve_min_cut`` on the network ``build_flow_network`` makes, 08.6
 course_lib ops (08.8); or from how the inputs were built (08.5: the guards of the argument specs
 and the first one a variant changes). Two references are written out here: ``_split_reference``
 (08.4, the rule the task states; the toy_example cases compare with literals from PyTorch's
-graphs) and ``_schedule_reference`` (08.7: ``schedule`` of ``course_lib/_inductor/scheduler.py``
-on the exercise's data; that package imports numba, which no check does, so the rule is restated
-here, and was compared with the library's on 2000 random programs of ``_random_fusion_program``).
+graphs) and ``_schedule_reference`` (08.7: the pointwise-only rule of the first version of
+``schedule`` in ``course_lib/_inductor/scheduler.py``, before reductions joined groups as row
+kernels; it was compared with that version on 2000 random programs of ``_random_fusion_program``).
 """
 from __future__ import annotations
 
@@ -587,7 +587,7 @@ def _min_cut_saved(rng):
 
 
 def _schedule_reference(nodes: list) -> list:
-    """course_lib/_inductor/scheduler.py's ``schedule``, on the exercise's node dicts (no in-place ops)."""
+    """The basic fusion rule (reductions and externs are steps of their own), on the exercise's node dicts."""
     steps: list = []
     hoisted: list = []
     group: list | None = None

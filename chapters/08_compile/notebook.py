@@ -101,8 +101,9 @@ class CountOps(TorchDispatchMode):
         return func(*args)
 
 
+x8 = cl.randn(8)
 with CountOps() as counter:
-    chain(cl, cl.randn(8))
+    chain(cl, x8)
 print(len(counter.names), "ops:", " ".join(counter.names))
 
 # %% id="why-measure" grader_runs="print('`course grade` skips this timing')"
@@ -140,7 +141,7 @@ dis.dis(toy_example)
 # Python runs a function as **bytecode** for a stack machine: `LOAD_FAST a` pushes the local `a`, `BINARY_OP`
 # pops two values and pushes their sum or quotient, `STORE_FAST x` pops into the local `x`, and
 # `POP_JUMP_IF_FALSE` jumps on the truth of what it pops. (The exact instructions differ between Python versions:
-# 3.11 and 3.12 print `BINARY_OP`, 3.10 `BINARY_TRUE_DIVIDE`; yours are above.)
+# 3.11 and later print `BINARY_OP`, 3.10 `BINARY_TRUE_DIVIDE`; yours are above.)
 #
 # TorchDynamo hooks into CPython's frame evaluation (PEP 523) and, instead of letting CPython run these
 # instructions, **interprets them itself** in Python (`InstructionTranslator` in
@@ -200,7 +201,7 @@ def first_part(a, b):
 gm = make_fx(first_part)(a, b)
 gm.graph.print_tabular()
 print(gm.code)
-print("the generated code runs:", gm(a, b)[1].allclose(first_part(a, b)[1]))
+print("the generated code runs:", np.allclose(gm(a, b)[1].numpy(), first_part(a, b)[1].numpy()))
 
 # %% [markdown] id="ex-08-1-task"
 # ## Exercise 08.1 · GraphRecorder (2 points)
@@ -432,9 +433,11 @@ check("08.3", eliminate_dead_code)
 
 # %% [markdown] id="dce-pytorch"
 # > **In PyTorch:** `Graph.eliminate_dead_code` and `Node.is_impure` in `torch/fx/graph.py` and
-# > `torch/fx/node.py`. `is_impure` there checks a list of side-effectful functions and the ops' schemas
-# > (`aten.add_` mutates its first argument). Dynamo runs DCE on every graph it captures, and Inductor runs it
-# > again after lowering.
+# > `torch/fx/node.py`. For a `call_function`, `is_impure` asks `torch/_library/utils.py`, which checks a list of
+# > side-effectful functions, the op's schema (`aten.add_` mutates its first argument: `schema.is_mutable`) and
+# > random ops. AOTAutograd runs it on the graphs it traces (`torch/_functorch/_aot_autograd/graph_capture.py`),
+# > and Dynamo prunes unused inputs and trivially dead nodes when it finishes a graph
+# > (`OutputGraph.remove_unused_graphargs`).
 
 # %% [markdown] id="breaks-md"
 # ## 4 · Graph breaks and resuming
@@ -458,7 +461,7 @@ cl._dynamo.reset()
 compiled_toy = cl.compile(toy_example, backend=my_compiler)
 for _ in range(100):
     a, b = cl.randn(10), cl.randn(10)
-    assert cl.equal(compiled_toy(a, b), toy_example(a, b))
+    assert np.array_equal(compiled_toy(a, b).numpy(), toy_example(a, b).numpy())
 
 # %% [markdown] id="breaks-notes"
 # Three graphs over a hundred calls, each compiled once:
@@ -493,7 +496,8 @@ def noisy(x):
     return y * 2
 
 
-print(cl.compiler.explain(noisy)(cl.randn(5)).break_reasons)
+for reason in cl.compiler.explain(noisy)(cl.randn(5)).break_reasons:
+    print(f"break at line {reason.user_stack[-1].lineno}: {reason.reason}")
 try:
     cl.compile(noisy, backend="eager", fullgraph=True)(cl.randn(5))
 except Exception as e:
@@ -566,8 +570,8 @@ check("08.4", split_at_breaks)
 # > **In PyTorch:** `InstructionTranslator.generic_jump` in `torch/_dynamo/symbolic_convert.py` meets the jump on
 # > a tensor and calls `OutputGraph.compile_subgraph` (`torch/_dynamo/output_graph.py`) with the live values of
 # > the stack and the locals; `create_call_resume_at` generates the resume function's bytecode
-# > (`torch/_dynamo/resume_execution.py`: `ContinueExecutionCache`), named `torch_dynamo_resume_in_toy_example_at_5`
-# > in the logs. In course_lib the Python itself resumes: `course_lib/_dynamo` ends the graph when a lazy tensor
+# > (`torch/_dynamo/resume_execution.py`: `ContinueExecutionCache`), named
+# > `torch_dynamo_resume_in_toy_example_at_<line of the if>` in the logs (`TORCH_LOGS=bytecode` shows it). In course_lib the Python itself resumes: `course_lib/_dynamo` ends the graph when a lazy tensor
 # > is read, and the outputs are the lazy tensors still alive.
 
 # %% [markdown] id="guards-md"
@@ -584,8 +588,9 @@ for guard in explanation.out_guards:
     print(guard)
 
 # %% [markdown] id="recompile-md"
-# A call with another shape fails a guard and recompiles. After `cache_size_limit` (8 entries per function, as
-# `torch._dynamo.config.cache_size_limit`) the function stops compiling and runs eagerly, with a warning.
+# A call with another shape fails a guard and recompiles. After `recompile_limit` entries (8 per function, as
+# `torch._dynamo.config.recompile_limit`, whose older name `cache_size_limit` still works) the function stops
+# compiling and runs eagerly, with a warning.
 # `dynamic=True` marks sizes as symbolic: the guards then check what the graph really depends on (the number of
 # dimensions, which sizes are equal, which are 0 or 1) and not the sizes themselves.
 
@@ -772,7 +777,7 @@ print("min-cut partition saves:", show_saved(min_cut_rematerialization_partition
 # what puts the cost on the node (saving `X` once, however many users read it) rather than on each edge.
 # Here is the network of `seed_fn` (infinite edges grey, the cut red):
 
-# %% id="mincut-figure"
+# %% id="mincut-figure" grader_runs="print('`course grade` skips the figure')"
 import copy
 
 import networkx as nx
@@ -885,18 +890,24 @@ compiled_chain = compile_fx(make_fx(lambda x: chain(cl, x))(x_small), [x_small])
 compiled_chain.print_code()
 
 # %% [markdown] id="fusion-rule-md"
-# In the first graph, `abs`, `add` and `div` became one kernel: one loop, reading `a` once and writing `x`
-# once; `abs_1` and `add` live only in local variables of the loop body. `sum` is a reduction: it is not part of
-# a pointwise loop, so course_lib calls its own kernel for it (an *extern* call, in Inductor's words), and `lt`
-# on the sum's result starts a new group of another shape. The whole chain of section 1 is one kernel.
+# The whole chain of section 1 is **one kernel**: one loop, reading `x` once and writing the result once; the
+# eleven intermediate values live only in local variables of the loop body, never in memory. (The `big` flag is
+# a detail of course_lib's fast `sinf`: a second, exact loop runs only for huge arguments.)
 #
-# The rule course_lib's scheduler follows (`course_lib/_inductor/scheduler.py`): walk the ops in program order,
+# The first graph is one kernel too, of another kind: `sum` is a **reduction**, and course_lib's scheduler lets a
+# reduction join the group that computes its input, as a *row kernel* (a loop over rows with inner loops over the
+# columns; here one row). That is how a LayerNorm becomes one kernel instead of a dozen passes. Ops with no loop
+# body (a matmul, a convolution) are called through course_lib's own kernels (*extern* calls, in Inductor's words).
+#
+# Start with the basic rule, the one course_lib's first scheduler followed (`course_lib/_inductor/scheduler.py`
+# before row kernels) and the core of the current one. Walk the ops in program order:
 #
 # - a **pointwise** op of the same shape as the open group joins it; of another shape, it closes the group and
 #   opens a new one;
 # - any other op (a reduction, a matmul, an op with no loop body) is a step of its own. If it reads nothing the
 #   open group computes, it can run *before* the group, and the group stays open (it is "hoisted"); if it reads
-#   a value of the open group, the group has to be finished first: close it, then the op.
+#   a value of the open group, the group has to be finished first: close it, then the op. (Fusing *across* it
+#   would be wrong: the ops after a reduction need its complete result, which exists only after a whole pass.)
 #
 # Closing a group appends to the schedule, in this order, the hoisted ops waiting, then the group.
 
@@ -907,7 +918,7 @@ compiled_chain.print_code()
 # `kind` is `"input"`, `"pointwise"`, `"reduction"` or `"extern"`; `inputs` are the names it reads; `shape` is a
 # tuple. Return the schedule: a list of steps, each a list of names: a group of pointwise nodes in program order,
 # or a single reduction or extern node `[name]`. Inputs are not steps. Follow the rule above exactly, hoisting
-# included. The check runs random programs and compares with course_lib's scheduler.
+# included. The check runs random programs and compares with the schedule that rule gives.
 #
 # *Hint:* keep the open group (a list and its shape) and a list of hoisted steps; write a small `close()` that
 # flushes both into the schedule.
@@ -1058,7 +1069,8 @@ except NotImplementedError:
 # The chain of section 1, eager and compiled, in the course's benchmark harness (`bench/bench_compile.py`): each
 # library runs in a fresh process of its own, one thread, so that neither's thread pools distort the other's
 # numbers (chapter 01 explains why). The compiled row times `compile_fx` of the recorded graph (course_lib) and
-# `torch.compile` (PyTorch, if installed); compile time is not in it. It takes about a minute.
+# `torch.compile` (PyTorch, if installed); compile time is not in it. The numpy column is the same chain written in
+# numpy in both rows: the eager floor. It takes about a minute.
 
 # %% id="measure-chain" grader_runs="print('`course grade` skips the measurement (it starts a process per library)')"
 import sys
@@ -1121,13 +1133,18 @@ for label, mode in [("eager", None), ("compiled, reduce-overhead", "reduce-overh
         cl._dynamo.reset()
         t0 = time.perf_counter()
         step = cl.compile(step, mode=mode)
-        step(xb, yb)
+        try:
+            step(xb, yb)
+        except NotImplementedError as e:   # a step the code generator cannot compile yet
+            print(f"{label}: not measured ({e})")
+            continue
         print(f"compile + first call: {time.perf_counter() - t0:.1f} s")
     losses = [step(xb, yb).item() for _ in range(5)]
     results[label] = (min(timeit.repeat(lambda: step(xb, yb), number=20, repeat=5)) / 20, losses)
 for label, (t, losses) in results.items():
     print(f"{label:28} {t * 1e6:8.0f} µs per step   losses {np.round(losses[:3], 4)}")
-print(f"speed-up: {results['eager'][0] / results['compiled, reduce-overhead'][0]:.1f}x")
+if len(results) == 2:
+    print(f"speed-up: {results['eager'][0] / results['compiled, reduce-overhead'][0]:.1f}x")
 
 # %% [markdown] id="measure-notes"
 # What to read in the numbers (they depend on your machine):
@@ -1203,7 +1220,7 @@ else:
 #   dispatcher while the Python runs. Either way, a value Python needs (`if t:`, `.item()`, `print`) is a **graph
 #   break**: the graph ends with the break value and the values still alive as outputs, and capture resumes after.
 # - **Guards** record what a graph assumed (shapes, dtypes, `requires_grad`, grad mode, constants); a failing guard
-#   means a recompilation, up to `cache_size_limit`; `dynamic=True` guards on relations between sizes instead.
+#   means a recompilation, up to `recompile_limit`; `dynamic=True` guards on relations between sizes instead.
 # - **AOTAutograd** traces the backward into a joint graph with the autograd engine you wrote in chapter 03, and the
 #   **min-cut** on a network of split nodes chooses the cheapest values to save, recomputing the rest.
 # - **Inductor** groups pointwise ops into kernels (not across reductions and externs), plans buffers, and
