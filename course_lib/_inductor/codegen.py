@@ -213,7 +213,7 @@ def row_kernel_source(group: FusionGroup) -> tuple[str, str]:
     # where each input is read: per row (its columns broadcast) or per element
     ind_r = "            " if blocked else "        "
     ind_j = ind_r + "    "
-    row_loads, need_rc = [], False
+    row_loads, need_rc, sliced = [], False, set()
     elem_index: dict[int, tuple[str, bool]] = {}
     for v in group.inputs:
         own = (1,) * (len(full) - len(v.shape)) + tuple(v.shape)
@@ -224,6 +224,10 @@ def row_kernel_source(group: FusionGroup) -> tuple[str, str]:
         row_part = None if ri is None else (ri if n_inner == 1 else f"({ri}) * {n_inner}" if rc else f"{ri} * {n_inner}")
         if ci is None:
             row_loads.append(f"{ind_r}{names[id(v)]}_v = {names[id(v)]}[{row_part or '0'}]")
+        elif row_part == f"r * {C}" and ci == "j":   # a row of a full-size input: a slice, indexed by j
+            row_loads.append(f"{ind_r}{names[id(v)]}_row = {names[id(v)]}[r * {C}:r * {C} + {C}]")
+            elem_index[id(v)] = ("j", False)
+            sliced.add(id(v))
         else:
             elem_index[id(v)] = (ci if row_part is None else f"{row_part} + {ci}", cc)
 
@@ -237,13 +241,17 @@ def row_kernel_source(group: FusionGroup) -> tuple[str, str]:
     for v in col_reds:
         lines.append(f"    {local[id(v)]}_part = np.full(({n_blocks}, {C}), {acc_init[v.op]}, np.{v.dtype.name})")
     if blocked:
-        lines += [f"    for b in {loop}({n_blocks}):",
-                  f"        for r in range(b * {rows_per_block}, min(b * {rows_per_block} + {rows_per_block}, {R})):"]
+        lines.append(f"    for b in {loop}({n_blocks}):")
+        lines += [f"        {local[id(v)]}_b = {local[id(v)]}_part[b]" for v in col_reds]
+        lines.append(f"        for r in range(b * {rows_per_block}, min(b * {rows_per_block} + {rows_per_block}, {R})):")
     else:
         lines.append(f"    for r in {loop}({R}):")
     if need_rc:
         lines += _coords("r", outer, "rc", ind_r)
     lines += row_loads
+    # (rows as slices: an index the loop variable j itself is one numba knows is not negative)
+    lines += [f"{ind_r}{outs[id(v)]}_row = {outs[id(v)]}[r * {C}:r * {C} + {C}]" for v in group.outputs
+              if is_full(v)]
 
     def inner_loop(targets: list[Value], store: bool) -> list[str]:
         """One loop over the columns computing what ``targets`` read (in program order)."""
@@ -266,18 +274,19 @@ def row_kernel_source(group: FusionGroup) -> tuple[str, str]:
             body += _coords("j", inner, "jc", ind_j)
         for v in group.inputs:
             if id(v) in needed and id(v) in elem_index:
-                body.append(f"{ind_j}{local[id(v)]} = {names[id(v)]}[{elem_index[id(v)][0]}]")
+                src = f"{names[id(v)]}_row[j]" if id(v) in sliced else f"{names[id(v)]}[{elem_index[id(v)][0]}]"
+                body.append(f"{ind_j}{local[id(v)]} = {src}")
         for v in group.values:
             if id(v) in needed:
                 body.append(f"{ind_j}{local[id(v)]} = {_expr(v, local, local_dtype, True, trig=False)}")
                 if store and id(v) in outs:
-                    body.append(f"{ind_j}{outs[id(v)]}[r * {C} + j] = {local[id(v)]}")
+                    body.append(f"{ind_j}{outs[id(v)]}_row[j] = {local[id(v)]}")
         for t in targets:
             if t.kind != "reduction":
                 continue
             x = local[id(t.args[0])]
             x = x if local_dtype[id(t.args[0])] == t.dtype else f"np.{t.dtype.name}({x})"
-            acc = local[id(t)] if t.axis == "rows" else f"{local[id(t)]}_part[b, j]"
+            acc = local[id(t)] if t.axis == "rows" else f"{local[id(t)]}_b[j]"
             body.append(f"{ind_j}{acc} = {combine(t, acc, x)}")
         return body
 

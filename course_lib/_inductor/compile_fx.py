@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import sys
+
 import numpy as np
 
 from .. import Tensor
+from .._ops.common import wrap as _wrap
 from .._parallel import get_num_threads
 from ..fx.graph_module import GraphModule
 from ..fx.passes.shape_prop import ShapeProp
@@ -36,6 +39,8 @@ def _flat(a: np.ndarray) -> np.ndarray:
 
 def _to_tensor(a: Any) -> Any:
     if isinstance(a, np.ndarray):
+        if a.flags.c_contiguous and a.dtype.kind in "fbiuc":
+            return _wrap(a)   # the array becomes the storage (no copy), the cheapest way in
         from .. import from_numpy
         return from_numpy(a)
     if isinstance(a, (list, tuple)):
@@ -72,7 +77,9 @@ class CompiledFxGraph:
     """The compiled program: call it like the GraphModule's ``forward``; ``source`` is its code."""
 
     def __init__(self, wrapper_source: str, kernel_sources: list[str], namespace: dict[str, Any],
-                 n_groups: int, n_externs: int) -> None:
+                 n_groups: int, n_externs: int, mode: str | None = None) -> None:
+        self.mode = mode
+        self.buffers: list[np.ndarray] = namespace["_buffers"]   # reduce-overhead: the reused buffers
         self.wrapper_source = wrapper_source
         self.kernel_sources = kernel_sources
         self.n_kernels = n_groups
@@ -106,8 +113,20 @@ def _ensure_meta(gm: GraphModule, example_inputs: Sequence[Any]) -> None:
             return
 
 
-def compile_fx(gm: GraphModule, example_inputs: Sequence[Any]) -> CompiledFxGraph:
-    """Compile ``gm`` into fused numba kernels plus calls of course_lib's kernels for the rest."""
+MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def compile_fx(gm: GraphModule, example_inputs: Sequence[Any], mode: str | None = None) -> CompiledFxGraph:
+    """Compile ``gm`` into fused numba kernels plus calls of course_lib's kernels for the rest.
+
+    ``mode="reduce-overhead"``: the buffers are allocated on the first call and reused by every
+    later one (a buffer holding a result the caller still references is replaced, never
+    overwritten), and views, matmuls and ``addmm`` are numpy calls in the wrapper (``out=`` a
+    buffer) instead of course_lib's dispatcher.  ``"max-autotune"`` compiles as the default does
+    (there is nothing to tune here)."""
+    if mode not in MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: "
+                           f"{', '.join(str(m) for m in MODES if m is not None)}")
     _ensure_meta(gm, example_inputs)
     lowering, output = lower(gm)
     values = lowering.values
@@ -120,13 +139,14 @@ def compile_fx(gm: GraphModule, example_inputs: Sequence[Any]) -> CompiledFxGrap
             for x in o:
                 collect(x)
     collect(output)
+    values = _live(values, out_values)
     steps = schedule(values, out_values)
 
     namespace: dict[str, Any] = {"np": np, "_flat": _flat, "_np": _np, "_call_extern": _call_extern,
                                  "_from_numpy": _to_tensor}
     kernel_sources: list[str] = []
     for s in steps:
-        if isinstance(s, FusionGroup):
+        if isinstance(s, FusionGroup) and 0 not in s.shape:
             src, sig = kernel_source(s)
             kernel_sources.append(f"{decorator(s, src)}\n{src}")
             namespace[s.name] = compile_kernel(s, src, sig)
@@ -153,7 +173,11 @@ def compile_fx(gm: GraphModule, example_inputs: Sequence[Any]) -> CompiledFxGrap
         if r in step_of_use and id(v) in step_of_use:
             step_of_use[r] = max(step_of_use[r], step_of_use[id(v)])
 
+    reuse_buffers = mode == "reduce-overhead"
     lines = ["def call(args):"]
+    if reuse_buffers:
+        lines += ["    B = _buffers", "    if not B:  # the first call allocates every buffer; later calls reuse them",
+                  "        B.extend(np.empty(n, dt) for n, dt in _sizes)"]
     arr: dict[int, str] = {}     # value -> expression of its array (its shape)
     flat: dict[int, str] = {}    # value -> name of its flat contiguous array
     n_const = 0
@@ -167,6 +191,7 @@ def compile_fx(gm: GraphModule, example_inputs: Sequence[Any]) -> CompiledFxGrap
             lines.append(f"    c{n_const} = _np(const{n_const})")
             n_const += 1
     free: dict[tuple[int, str], list[str]] = {}
+    sizes: list[tuple[int, np.dtype]] = []
     n_buf = n_ext = 0
 
     def flat_of(v: Value) -> str:
@@ -175,41 +200,138 @@ def compile_fx(gm: GraphModule, example_inputs: Sequence[Any]) -> CompiledFxGrap
             lines.append(f"    {flat[id(v)]} = _flat({arr[id(v)]})")
         return flat[id(v)]
 
+    def alloc(v: Value) -> str:
+        """A buffer for ``v``: a dead one of its size, else a new one (or, reusing, the next slot)."""
+        nonlocal n_buf
+        key = (v.numel, v.dtype.name)
+        name = f"buf{n_buf}"
+        n_buf += 1
+        is_result = id(root[id(v)]) in keep
+        if free.get(key) and not (reuse_buffers and is_result):
+            lines.append(f"    {name} = {free[key].pop()}  # reuse (dead after its last read)")
+        elif reuse_buffers:
+            slot = len(sizes)
+            sizes.append((v.numel, v.dtype))
+            lines.append(f"    {name} = B[{slot}]")
+            if is_result:   # a result: never overwrite one the caller still holds
+                lines.append(f"    if _refcount({name}) > 3:  # a result of an earlier call is alive: a new buffer")
+                lines.append(f"        {name} = B[{slot}] = np.empty({v.numel}, np.{v.dtype.name})")
+        else:
+            lines.append(f"    {name} = np.empty({v.numel}, np.{v.dtype.name})")
+        flat[id(v)] = name
+        arr[id(v)] = f"{name}.reshape({v.shape!r})"
+        return name
+
+    write_backs: list[str] = []
     for k, s in enumerate(steps):
         if isinstance(s, FusionGroup):
             ins = [flat_of(v) for v in s.inputs]
             outs = []
             for v in s.outputs:
-                key = (v.numel, v.dtype.name)
-                if free.get(key):
-                    name = free[key].pop()
-                    lines.append(f"    buf{n_buf} = {name}  # reuse (dead after its last read)")
+                if v.writes is not None:   # an in-place op on an input: the kernel stores into its memory
+                    a = arr[id(v.writes)]
+                    name = f"w{v.writes.index}"
+                    lines.append(f"    {name} = _inplace_flat({a})  # overwrites args[{v.writes.index}]")
+                    write_backs.append(f"    _write_back({a}, {name})")
+                    flat[id(v)], arr[id(v)] = name, a
+                    outs.append(name)
                 else:
-                    lines.append(f"    buf{n_buf} = np.empty({v.numel}, np.{v.dtype.name})")
-                name = f"buf{n_buf}"
-                n_buf += 1
-                flat[id(v)] = name
-                arr[id(v)] = f"{name}.reshape({v.shape!r})"
-                outs.append(name)
-            lines.append(f"    {s.name}({', '.join(ins + outs)})")
+                    outs.append(alloc(v))
+            if 0 not in s.shape:   # (a group of no elements has nothing to compute)
+                lines.append(f"    {s.name}({', '.join(ins + outs)})")
+            lines += write_backs
+            write_backs.clear()
         else:
             v = s.value
-            if v.kind == "getitem":
+            direct = _numpy_extern(v, arr, alloc) if reuse_buffers else None
+            if direct is not None:
+                lines += [f"    {x}" for x in direct]
+            elif v.kind == "getitem":
                 lines.append(f"    e{n_ext} = {arr[id(v.args[0])]}[{v.index}]")
             else:
                 namespace[f"op{n_ext}"] = v.target
                 lines.append(f"    e{n_ext} = _call_extern(op{n_ext}, {_fmt_args(v.args, arr, namespace)})  # {v.target.name}")
-            arr[id(v)] = f"e{n_ext}"
-            n_ext += 1
+            if direct is None:
+                arr[id(v)] = f"e{n_ext}"
+                n_ext += 1
         for v in values:   # buffers whose last read was this step are free from now on
             if (step_of_use.get(id(v)) == k and root[id(v)] is v and id(v) not in keep
                     and id(v) in flat and flat[id(v)].startswith("buf")):
                 free.setdefault((v.numel, v.dtype.name), []).append(flat[id(v)])
     lines.append(f"    return {_fmt_out(output, arr, values)}")
     wrapper = "\n".join(lines) + "\n"
+    namespace.update(_buffers=[], _sizes=sizes, _refcount=sys.getrefcount, _inplace_flat=_inplace_flat,
+                     _write_back=_write_back)
     exec(compile(wrapper, "<course_lib._inductor wrapper>", "exec"), namespace)
     n_groups = sum(isinstance(s, FusionGroup) for s in steps)
-    return CompiledFxGraph(wrapper, kernel_sources, namespace, n_groups, len(steps) - n_groups)
+    return CompiledFxGraph(wrapper, kernel_sources, namespace, n_groups, len(steps) - n_groups, mode)
+
+
+def _live(values: list[Value], outputs: list[Value]) -> list[Value]:
+    """Dead-code elimination: the Values an output, an in-place write or an extern's side effect reads."""
+    live = set(map(id, outputs))
+    for v in reversed(values):
+        effect = v.writes is not None or (v.kind == "extern" and (
+            v.target.name.endswith("_") or bool(getattr(v.target, "is_inplace", False))
+            or getattr(v.target, "kind", "") in ("random", "io")))
+        if id(v) in live or effect or v.kind == "input":
+            live.add(id(v))
+            live.update(map(id, v.inputs()))
+    kept = [v for v in values if id(v) in live]
+    for v in kept:
+        v.users = [u for u in v.users if id(u) in live]
+    return kept
+
+
+def _inplace_flat(a: np.ndarray) -> np.ndarray:
+    """Where a kernel writes a new value of ``a``: ``a`` itself, flattened, if contiguous."""
+    return a.reshape(-1) if a.flags.c_contiguous else np.empty(a.size, a.dtype)
+
+
+def _write_back(a: np.ndarray, flat: np.ndarray) -> None:
+    if not a.flags.c_contiguous:
+        np.copyto(a, flat.reshape(a.shape))
+
+
+#: extern ops whose result is a reshape of their first argument
+_RESHAPES = {"view", "_unsafe_view", "reshape", "squeeze", "unsqueeze", "flatten", "unflatten", "view_as",
+             "reshape_as"}
+
+
+def _numpy_extern(v: Value, arr: dict[int, str], alloc: Any) -> list[str] | None:
+    """Lines computing extern ``v`` with numpy directly (reduce-overhead), or None for course_lib's kernel."""
+    if v.kind != "extern" or v.dtype is None or v.dtype.kind != "f":
+        return None
+    name, args = v.target.name, v.args
+    x = args[0] if args and isinstance(args[0], Value) else None
+    if x is None or x.dtype != v.dtype:
+        return None
+    a = arr[id(x)]
+    out = f"r{v.name}"
+    if name in _RESHAPES:
+        expr = f"{a}.reshape({v.shape!r})"
+    elif name == "t":
+        expr = f"{a}.T"
+    elif name == "transpose" and len(args) == 3:
+        expr = f"np.swapaxes({a}, {args[1]!r}, {args[2]!r})"
+    elif name == "permute" and len(args) == 2:
+        expr = f"np.transpose({a}, {tuple(args[1])!r})"
+    elif name == "expand":
+        expr = f"np.broadcast_to({a}, {v.shape!r})"
+    elif name in ("mm", "bmm", "matmul") and len(args) == 2 and isinstance(args[1], Value) and args[1].dtype == v.dtype:
+        buf = alloc(v)
+        arr[id(v)] = out
+        return [f"{out} = np.matmul({a}, {arr[id(args[1])]}, out={buf}.reshape({v.shape!r}))  # {name}"]
+    elif (name == "addmm" and all(isinstance(t, Value) and t.dtype == v.dtype for t in args[:3])
+          and tuple(args[3:]) in ((), (1,), (1, 1)) and len(v.shape) == 2):
+        buf = alloc(v)
+        arr[id(v)] = out
+        return [f"{out} = np.matmul({arr[id(args[1])]}, {arr[id(args[2])]}, out={buf}.reshape({v.shape!r}))  # addmm",
+                f"{out} += {a}"]
+    else:
+        return None
+    arr[id(v)] = out
+    return [f"{out} = {expr}  # {name}"]
 
 
 def _fmt_args(args: Any, arr: dict[int, str], namespace: dict[str, Any]) -> str:
@@ -235,8 +357,8 @@ def _literal(a: Any, namespace: dict[str, Any]) -> str:
 
 def _fmt_out(o: Any, arr: dict[int, str], values: list[Value]) -> str:
     if isinstance(o, Value):
-        if o.kind == "input":
-            return f"args[{o.index}]"
+        if o.kind == "input" or o.writes is not None:
+            return f"args[{(o.writes or o).index}]"
         return f"_from_numpy({arr[id(o)]})"
     if isinstance(o, (list, tuple)):
         inner = ", ".join(_fmt_out(x, arr, values) for x in o)

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._ops.registry import OpDef
+from .._ops.registry import OPS, OpDef
 from ..fx.graph_module import GraphModule
 from ..fx.node import Node
 from .codegen import COMPARISONS, PRIMITIVES
@@ -64,8 +64,8 @@ class Lowering:
             axis, geometry = "cols", (x.shape[:k], x.shape[k:])
         else:
             return None
-        if op != "sum" and 0 in x.shape:
-            return None   # max of nothing: eager raises, keep its error
+        if 0 in x.shape:
+            return None   # nothing to loop over (and a max of nothing raises): course_lib's kernel
         shape = tuple(1 if d in red else n for d, n in enumerate(x.shape)) if keepdim else tuple(
             n for d, n in enumerate(x.shape) if d not in red)
         return self.new("reduction", op=op, args=(x,), shape=shape, dtype=np.dtype(dtype), axis=axis,
@@ -306,7 +306,15 @@ def lower(gm: GraphModule) -> tuple[Lowering, Any]:
               and node.target.name in MULTI_DECOMPOSITIONS):
             env[node] = _lower_multi(L, node, arg(tuple(node.args)), shape, dtype)
         elif node.op == "call_function" and isinstance(node.target, OpDef):
-            env[node] = _lower_op(L, node.target, arg(tuple(node.args)), shape, dtype)
+            args = arg(tuple(node.args))
+            v = _lower_inplace(L, node.target, args, shape, dtype)
+            if v is None:
+                v = _lower_op(L, node.target, args, shape, dtype)
+            else:   # later reads of the input see the new value
+                for n, old in list(env.items()):
+                    if old is args[0]:
+                        env[n] = v
+            env[node] = v
         elif node.op == "output":
             output = arg(node.args[0])
         else:
@@ -333,6 +341,28 @@ def _lower_multi(L: Lowering, node: Node, args: tuple, shape: Any, dtype: Any) -
             return out
         del L.values[n_values:]
     return L.new("extern", target=node.target, args=args, shape=shape, dtype=dtype)
+
+
+def _lower_inplace(L: Lowering, op: OpDef, args: tuple, shape: Any, dtype: Any) -> Value | None:
+    """``x.add_(y)`` on a graph input ``x``: the pointwise ``add`` Value, stored into ``x``; else None."""
+    name = op.name
+    if not (name.endswith("_") and not name.startswith("_") and args and isinstance(args[0], Value)):
+        return None
+    x = args[0]
+    if x.kind != "input" or shape != x.shape or dtype != x.dtype:
+        return None
+    base = OPS.get(name[:-1])
+    if base is None or (base.name not in PRIMITIVES and base.name not in DECOMPOSITIONS):
+        return None
+    n_values = len(L.values)
+    v = _lower_op(L, base, args, shape, dtype)
+    if v.kind != "pointwise" or v.shape != x.shape or v.dtype != x.dtype or v.writes is not None:
+        del L.values[n_values:]
+        return None
+    if v.op == "clone" and v.args[0] is x:   # x.clamp_() with no bounds: nothing to write
+        return x
+    v.writes = x
+    return v
 
 
 def _lower_op(L: Lowering, op: OpDef, args: tuple, shape: tuple[int, ...], dtype: np.dtype | None) -> Value:

@@ -11,6 +11,8 @@ reduced.  A ``Value`` is one of:
   (``axis == "rows"``: one result per row) or its leading dims (``axis == "cols"``: one result per
   column), where ``geometry = (outer, inner)`` splits ``args[0]``'s shape into rows and columns;
 - ``extern``: any other registry op, run through course_lib's own kernel (``target`` is the op);
+- ``writes``: set on the pointwise Value of an in-place op on a graph input (``p.sub_(g)``): its
+  result is stored in that input's memory;
 - ``getitem``: element ``index`` of a tuple-valued extern.
 """
 from __future__ import annotations
@@ -35,6 +37,7 @@ class Value:
     target: Any = None
     axis: str = ""
     geometry: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    writes: "Value | None" = None   # an in-place op on a graph input: the input it overwrites
     users: list["Value"] = field(default_factory=list)
 
     @property

@@ -111,6 +111,6 @@ def schedule(values: list[Value], outputs: list[Value]) -> list:
                 for a in v.inputs():
                     if id(a) not in members and a not in s.inputs:
                         s.inputs.append(a)
-                if id(v) in returned or any(id(u) not in members for u in v.users):
+                if id(v) in returned or v.writes is not None or any(id(u) not in members for u in v.users):
                     s.outputs.append(v)
     return steps
