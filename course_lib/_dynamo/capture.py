@@ -136,8 +136,9 @@ class _LazyGradFn:
         if t is None:
             return None
         cap = current_capture()
-        if cap is not None and is_lazy(t):
-            cap.graph_break(("Tensor.grad_fn of a tensor computed in the graph", _user_stack()), t._storage)
+        if cap is not None and t.__dict__.get("grad_fn") is self:
+            cap.graph_break(("Tensor.grad_fn of a tensor computed in the graph", _user_stack()),
+                            t._storage if is_lazy(t) else None)
         return t.grad_fn
 
     def __getattr__(self, name: str) -> Any:
@@ -382,6 +383,7 @@ class Capture(TorchDispatchMode):
         self.in_ids: dict[int, int] = {}
         self.in_storages: set[int] = set()
         self.lazies: list = []
+        self.views: dict = {}
         self.n_nodes = 0
         self.named: set[int] = set()
         self.sym: dict[int, int] = {}
@@ -393,6 +395,7 @@ class Capture(TorchDispatchMode):
         self.in_ids: dict[int, int] = {}
         self.in_storages: set[int] = set()
         self.lazies: list = []           # (graph position, weakref to the lazy tensor)
+        self.views: dict = {}            # id -> (graph position, weakref): real views waiting for a grad_fn
         self.n_nodes = 0
         self.named: set[int] = set()
         self.sym: dict[int, int] = {}    # dynamic=True: size value -> symbol number
@@ -474,6 +477,9 @@ class Capture(TorchDispatchMode):
             k = self.in_ids.get(id(a))
             if k is not None:
                 return -1 - k
+            v = self.views.get(id(a))
+            if v is not None and v[1]() is a:
+                return v[0]
             self.in_ids[id(a)] = len(self.inputs)
             self.inputs.append(a)
             self.in_storages.add(id(st))
@@ -503,6 +509,9 @@ class Capture(TorchDispatchMode):
         if func.is_inplace:
             return self._inplace(func, args)
         if func.is_view and not self._any_lazy(args):
+            a = args[0]
+            if grad_state.enabled and a._requires_grad and name != "detach":
+                return self._op(func, args, True)   # data now, autograd node with the graph (see _view)
             return func(*args)     # a view of a real tensor: cheap, and it aliases exactly
         if self.n_nodes and grad_state.enabled is not self._seg_grad:
             self.graph_break(("grad mode changed", _user_stack()), None)
@@ -570,7 +579,7 @@ class Capture(TorchDispatchMode):
         self.lazies = [(k, ref if k == j else r) for k, r in self.lazies if k == j or r() is not new]
         old.__dict__.pop("_dynamo_node", None)
 
-    def _op(self, func, args: tuple):
+    def _op(self, func, args: tuple, real_view: bool = False):
         grad = grad_state.enabled
         if self._seg_grad is None:
             self._seg_grad = grad
@@ -586,6 +595,11 @@ class Capture(TorchDispatchMode):
                 if k is not None:
                     encs.append(-1 - k)
                     continue
+                if self.views:
+                    v = self.views.get(id(a))
+                    if v is not None and v[1]() is a:
+                        encs.append(v[0])
+                        continue
             elif not isinstance(a, (list, tuple)):
                 encs.append((a.__class__, a))
                 continue
@@ -598,7 +612,11 @@ class Capture(TorchDispatchMode):
             if self.cache.entries >= config.recompile_limit and not self.recorded:
                 self._give_up(func, key)
                 return func(*args)
-            child = self._record(func, args, key, new)
+            try:
+                child = self._record(func, args, key, new, real_view)
+            except BaseException:
+                self._drop_new_inputs()    # the op raised (as eager does): its inputs are not in the graph
+                raise
             if child is None:      # not recorded: run it for real, after the graph if it reads lazy tensors
                 self._drop_new_inputs()
                 if self._any_lazy(args):
@@ -608,7 +626,7 @@ class Capture(TorchDispatchMode):
             return self._make(child, args, child.outs)
         self.cursor = child
         outs = child.outs
-        if self.cache.dynamic and outs[0] != "arg":
+        if self.cache.dynamic and (outs[0] == "one" or outs[0] == "many"):
             outs = self._meta_outs(func, args)[0]   # sizes are symbolic: this call's shapes
         return self._make(child, args, outs)
 
@@ -692,11 +710,15 @@ class Capture(TorchDispatchMode):
             return ("many", tuple(_out_meta(o, positions, args) for o in out)), out
         return None, out
 
-    def _record(self, func, args: tuple, key: tuple, new: list):
+    def _record(self, func, args: tuple, key: tuple, new: list, real_view: bool = False):
         outs, out = self._meta_outs(func, args)
         if outs is None:
             return None        # not a tensor op (a Python value comes back): run it for real
-        if outs[0] != "arg":
+        if real_view:
+            if outs[0] != "one" or not outs[1][4]:
+                return None
+            outs = ("view", outs[1])
+        elif outs[0] != "arg":
             for m in (outs[1] if outs[0] == "many" else (outs[1],)):
                 if m[6] is not None and not is_lazy(_flat_tensor(args, m[6])):
                     return None   # an alias of a real tensor: run it eagerly
@@ -719,7 +741,25 @@ class Capture(TorchDispatchMode):
             return self._lazy(m, args)
         if kind == "arg":
             return args[m]
+        if kind == "view":
+            return self._view(step.op, args)
         return tuple(self._lazy(x, args) for x in m)
+
+    def _view(self, func, args: tuple):
+        """A view of a real tensor that requires grad: its data now (it aliases its base exactly), its
+        ``grad_fn`` from the graph when the graph runs, so autograd's nodes keep eager's order."""
+        prev = grad_state.enabled
+        grad_state.enabled = False
+        try:
+            t = func(*args)
+        finally:
+            grad_state.enabled = prev
+        j = self.n_nodes
+        self.n_nodes = j + 1
+        t._requires_grad = True
+        t.__dict__["grad_fn"] = _LazyGradFn(t)
+        self.views[id(t)] = (j, weakref.ref(t))
+        return t
 
     def _lazy(self, m: tuple, args: tuple):
         shape, stride, offset, dtype, rg, size, view_of = m
@@ -822,6 +862,12 @@ class Capture(TorchDispatchMode):
             for j, t in alive:
                 if t._storage is storage:
                     first = j
+        if self.views:
+            for j, r in self.views.values():
+                t = r()
+                if t is not None and t.__dict__.get("grad_fn").__class__ is _LazyGradFn:
+                    alive.append((j, t))
+            alive.sort(key=_first)
         order = [j for j, _ in alive if j != first]
         if first is not None:
             order.insert(0, first)
@@ -829,9 +875,10 @@ class Capture(TorchDispatchMode):
         views = False
         for j, t in alive:
             st = t._storage
-            storages[st._root] = st
-            if st._root != j:
-                views = True
+            if st.__class__ is _LazyStorage:
+                storages[st._root] = st
+                if st._root != j:
+                    views = True
         if views:
             have = set(order)
             for root in storages:
@@ -844,8 +891,6 @@ class Capture(TorchDispatchMode):
                 break
         else:
             end = self._new_end(step, outputs)
-        for st in storages.values():
-            st._capture = None            # from here on reading data is plain again
         if end.compiled is not None:
             g = self._seg_grad
             if g is None or g is grad_state.enabled:
@@ -860,6 +905,8 @@ class Capture(TorchDispatchMode):
             if results.__class__ is not tuple and results.__class__ is not list:
                 results = (results,)
             self._fill(outputs, results, dict(alive), storages)
+        for st in storages.values():
+            st._capture = None            # from here on reading data is plain again
         if not self.finishing:
             self._start_graph(end.next)
             self._seg_grad = None
@@ -979,6 +1026,10 @@ def _copy_into(v: TensorBase, st: Storage, shape: tuple, stride: tuple, offset: 
         item = arr.itemsize
         as_strided(arr[offset:], shape, tuple(x * item for x in stride))[...] = v._np()
     return arr
+
+
+def _first(pair: tuple) -> int:
+    return pair[0]
 
 
 def _flat_tensor(args: tuple, pos: int) -> TensorBase:
