@@ -221,7 +221,8 @@ print("the generated code runs:", np.allclose(gm(a, b)[1].numpy(), first_part(a,
 # The check records fresh random programs, calls `add_input` for each input in order, runs the program under
 # your mode and compares your graph, node by node (opcode, name, target, arguments), with the one course_lib's
 # own recorder makes, and the values your mode returned with eager ones. Don't use `make_fx` or
-# `ProxyTorchDispatchMode` (the check forbids their methods).
+# `ProxyTorchDispatchMode` (the check forbids `make_fx` and the mode's `__torch_dispatch__`, `node_of` and
+# `track`).
 #
 # *Hint:* keep every recorded tensor alive (`self.keep`): if a temporary tensor is freed, Python may give its
 # `id` to a new one, and your dict would map it to the wrong node. Names need no work: `Graph` makes `abs_1`,
