@@ -1,12 +1,28 @@
 """Compiled course_lib (chapter 08): ``course_lib._inductor.compile_fx`` beside eager.
 
-The seed's chain of 8 pointwise ops on 4M float32 (``y = x*1.5 + 0.5; y = sin(y)*y;
+Four comparisons, each an "eager" and a "compiled" workload (compile time is never in a row:
+each library compiles once while its workload is built; ``bench/compile_table.py`` reports
+compile time and the first call):
+
+1. The seed's chain of 8 pointwise ops on 4M float32 (``y = x*1.5 + 0.5; y = sin(y)*y;
 y = exp(-|y|) + y*y; tanh(y) - 0.1*y``).  Eager, every op reads and writes a 16 MB array; compiled,
 one fused kernel reads ``x`` once and writes the result once.  Two rows: "eager" times eager
 course_lib and torch eager, "compiled" times ``compile_fx`` of the ``make_fx`` graph and
 ``torch.compile`` (each compiled once while the workload is built: compile time is not in the
 row).  The numpy column is the same chain in numpy in both rows, the eager floor.
 Target: the compiled course_lib row >= 4x faster than the eager course_lib row.
+
+2. LayerNorm(512) forward + backward on 64x128x512 float32: ``aot_module`` with ``compile_fx`` as
+   forward and backward compiler and the min-cut partitioner (two row kernels: the forward, and
+   the backward with its dweight/dbias column sums), beside torch eager (in both rows: the target
+   is compiled course_lib <= 1.5x torch eager).  numpy: the same forward and backward by hand.
+3. An overhead-bound training step: MLP 64-64-64-10, batch 32, cross-entropy, SGD.  Compiled:
+   the joint forward+backward graph (``trace_joint``) through ``compile_fx(mode="reduce-overhead")``
+   returning the loss and the gradients, then the SGD update (``p.sub_(lr * g)``, traced by
+   ``make_fx``) compiled the same way.  Target: >= 2.5x faster than the eager step.
+4. A small ResNet training step (chapter 04's ``ResNet`` with ``BasicBlock`` s, one per stage,
+   10 classes, 3x32x32 inputs, batch 8, SGD with momentum): ``aot_module`` + ``compile_fx``
+   beside eager (no numpy column: there is no hand-written numpy ResNet backward to compare).
 """
 from __future__ import annotations
 
@@ -14,6 +30,9 @@ import numpy as np
 from harness import measuring, torch_or_none, workload
 
 import course_lib as cl
+import course_lib.nn as nn
+
+F = nn.functional
 
 
 def _chain(lib, x):
@@ -66,3 +85,302 @@ def chain_eager(quick: bool):
           note="compile_fx vs torch.compile; target: course_lib >= 4x faster than the eager row")
 def chain_compiled(quick: bool):
     return _chain_workload(quick, compiled=True)
+
+
+# ---------------------------------------------------------------------------
+# LayerNorm(512) forward + backward
+# ---------------------------------------------------------------------------
+def _ln_inputs(quick: bool):
+    shape = (2, 3, 16) if quick else (64, 128, 512)
+    rng = np.random.default_rng(1)
+    xn = rng.standard_normal(shape, dtype=np.float32)
+    gn = rng.standard_normal(shape, dtype=np.float32)
+    wn = (1 + 0.1 * rng.standard_normal(shape[-1])).astype(np.float32)
+    bn = (0.1 * rng.standard_normal(shape[-1])).astype(np.float32)
+    return xn, gn, wn, bn
+
+
+def _ln_numpy(xn, gn, wn, bn, eps=1e-5):
+    mean = xn.mean(-1, keepdims=True)
+    d = xn - mean
+    rstd = 1 / np.sqrt((d * d).mean(-1, keepdims=True) + eps)
+    xhat = d * rstd
+    y = xhat * wn + bn
+    g = gn * wn
+    dx = (g - g.mean(-1, keepdims=True) - xhat * (g * xhat).mean(-1, keepdims=True)) * rstd
+    dw, db = (gn * xhat).sum((0, 1)), gn.sum((0, 1))
+    return y, dx, dw, db
+
+
+def _ln_workload(quick: bool, compiled: bool) -> dict:
+    xn, gn, wn, bn = _ln_inputs(quick)
+    fns = {"numpy": lambda: _ln_numpy(xn, gn, wn, bn)[1]}
+    if measuring("course_lib"):
+        m = nn.LayerNorm(xn.shape[-1])
+        with cl.no_grad():
+            m.weight.copy_(cl.from_numpy(wn))
+            m.bias.copy_(cl.from_numpy(bn))
+        x, g = cl.from_numpy(xn.copy()).requires_grad_(), cl.from_numpy(gn)
+        fwd = m
+        if compiled:
+            from course_lib._functorch import aot_module
+            from course_lib._functorch.partitioners import min_cut_rematerialization_partition
+            from course_lib._inductor import compile_fx
+            fwd = aot_module(m, compile_fx, compile_fx, partition_fn=min_cut_rematerialization_partition)
+
+        def course():
+            x.grad = m.weight.grad = m.bias.grad = None
+            fwd(x).backward(g)
+            return x.grad
+        fns["course_lib"] = course
+    torch = torch_or_none()
+    if torch is not None:
+        tm = torch.nn.LayerNorm(xn.shape[-1])
+        with torch.no_grad():
+            tm.weight.copy_(torch.from_numpy(wn))
+            tm.bias.copy_(torch.from_numpy(bn))
+        xt, gt = torch.from_numpy(xn.copy()).requires_grad_(), torch.from_numpy(gn)
+
+        def torch_step():
+            xt.grad = tm.weight.grad = tm.bias.grad = None
+            tm(xt).backward(gt)
+            return xt.grad
+        fns["torch"] = torch_step
+    return fns
+
+
+@workload("LayerNorm(512) fwd+bwd 64x128x512 float32 (eager)", rtol=1e-4, atol=1e-4,
+          note="eager course_lib, torch eager")
+def layernorm_eager(quick: bool):
+    return _ln_workload(quick, compiled=False)
+
+
+@workload("LayerNorm(512) fwd+bwd 64x128x512 float32 (compiled)", rtol=1e-4, atol=1e-4,
+          note="aot_module + compile_fx (min-cut) vs torch EAGER; target: course_lib <= 1.5x torch eager")
+def layernorm_compiled(quick: bool):
+    return _ln_workload(quick, compiled=True)
+
+
+# ---------------------------------------------------------------------------
+# MLP 64-64-64-10 training step: per-op overhead
+# ---------------------------------------------------------------------------
+_MLP_SIZES = (64, 64, 64, 10)
+_LR = 0.01
+
+
+def _mlp_init(quick: bool):
+    rng = np.random.default_rng(2)
+    sizes, batch = ((8, 8, 8, 4), 4) if quick else (_MLP_SIZES, 32)
+    params = []
+    for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+        bound = 1 / np.sqrt(n_in)
+        params += [rng.uniform(-bound, bound, (n_out, n_in)).astype(np.float32),
+                   rng.uniform(-bound, bound, n_out).astype(np.float32)]
+    xn = rng.standard_normal((batch, sizes[0]), dtype=np.float32)
+    yn = rng.integers(0, sizes[-1], batch)
+    return params, xn, yn
+
+
+def _mlp_loss(w1, b1, w2, b2, w3, b3, x, y):
+    h = F.relu(F.linear(x, w1, b1))
+    h = F.relu(F.linear(h, w2, b2))
+    return F.cross_entropy(F.linear(h, w3, b3), y)
+
+
+def _sgd(*params_and_grads):
+    n = len(params_and_grads) // 2
+    for p, g in zip(params_and_grads[:n], params_and_grads[n:]):
+        p.sub_(g * _LR)
+
+
+def compiled_mlp_step(params: list, x, y):
+    """The step compiled with ``mode="reduce-overhead"``: one program for the joint forward+backward
+    graph (returns the loss and the gradients), one for the SGD update of the parameters in place."""
+    from course_lib._functorch.aot_autograd import trace_joint
+    from course_lib._inductor import compile_fx
+    from course_lib.fx.experimental.proxy_tensor import make_fx
+    one = cl.ones(())
+    joint = trace_joint(_mlp_loss, *params, x, y)
+    fwd_bwd = compile_fx(joint.module, [*params, x, y, one], mode="reduce-overhead")
+    copies = [p.detach().clone() for p in params]
+    zeros = [cl.zeros_like(p) for p in params]
+    update = compile_fx(make_fx(_sgd)(*copies, *zeros), [*copies, *zeros], mode="reduce-overhead")
+    n = len(params)
+
+    def step():
+        loss, *grads = fwd_bwd(*params, x, y, one)
+        update(*params, *grads[:n])
+        return loss
+    return step
+
+
+def _mlp_workload(quick: bool, compiled: bool) -> dict:
+    init, xn, yn = _mlp_init(quick)
+    batch, n_out = len(yn), init[-1].shape[0]
+    fns = {}
+    if measuring("course_lib"):
+        params = [cl.from_numpy(a.copy()).requires_grad_() for a in init]
+        x, y = cl.from_numpy(xn), cl.from_numpy(yn)
+        if compiled:
+            fns["course_lib"] = compiled_mlp_step(params, x, y)
+        else:
+            opt = cl.optim.SGD(params, lr=_LR)
+
+            def eager():
+                opt.zero_grad()
+                loss = _mlp_loss(*params, x, y)
+                loss.backward()
+                opt.step()
+                return loss
+            fns["course_lib"] = eager
+    ps = [a.copy() for a in init]
+    onehot = np.eye(n_out, dtype=np.float32)[yn]
+
+    def floor():
+        w1, b1, w2, b2, w3, b3 = ps
+        h1 = xn @ w1.T + b1
+        a1 = np.maximum(h1, 0)
+        h2 = a1 @ w2.T + b2
+        a2 = np.maximum(h2, 0)
+        z = a2 @ w3.T + b3
+        z = z - z.max(1, keepdims=True)
+        logp = z - np.log(np.exp(z).sum(1, keepdims=True))
+        loss = -(logp * onehot).sum() / batch
+        dz = (np.exp(logp) - onehot) / batch
+        da2 = (dz @ w3) * (h2 > 0)
+        da1 = (da2 @ w2) * (h1 > 0)
+        grads = (da1.T @ xn, da1.sum(0), da2.T @ a1, da2.sum(0), dz.T @ a2, dz.sum(0))
+        for p, g in zip(ps, grads):
+            p -= _LR * g
+        return np.float32(loss)
+    fns["numpy"] = floor
+    torch = torch_or_none()
+    if torch is not None:
+        tps = [torch.from_numpy(a.copy()).requires_grad_() for a in init]
+        topt = torch.optim.SGD(tps, lr=_LR)
+        xt, yt = torch.from_numpy(xn), torch.from_numpy(yn)
+        tF = torch.nn.functional
+
+        def torch_step():
+            topt.zero_grad()
+            h = tF.relu(tF.linear(xt, tps[0], tps[1]))
+            h = tF.relu(tF.linear(h, tps[2], tps[3]))
+            loss = tF.cross_entropy(tF.linear(h, tps[4], tps[5]), yt)
+            loss.backward()
+            topt.step()
+            return loss
+        fns["torch"] = torch_step
+    return fns
+
+
+@workload("MLP 64-64-64-10 step, batch 32, SGD (eager)", rtol=1e-4, atol=1e-5, note="eager course_lib, torch eager")
+def mlp_step_eager(quick: bool):
+    return _mlp_workload(quick, compiled=False)
+
+
+@workload("MLP 64-64-64-10 step, batch 32, SGD (compiled)", rtol=1e-4, atol=1e-5,
+          note="compile_fx(mode='reduce-overhead') of the joint graph and of the update vs torch eager; "
+               "target: course_lib >= 2.5x faster than the eager row")
+def mlp_step_compiled(quick: bool):
+    return _mlp_workload(quick, compiled=True)
+
+
+# ---------------------------------------------------------------------------
+# a small ResNet training step (chapter 04's model)
+# ---------------------------------------------------------------------------
+def small_resnet():
+    """Chapter 04's ResNet with one BasicBlock per stage, 10 classes, for 32x32 inputs."""
+    from course_lib.models.resnet import BasicBlock, ResNet
+    cl.manual_seed(0)
+    return ResNet(BasicBlock, [1, 1, 1, 1], num_classes=10, small_input=True)
+
+
+def resnet_data(quick: bool):
+    rng = np.random.default_rng(3)
+    n, hw = (2, 8) if quick else (8, 32)
+    return rng.standard_normal((n, 3, hw, hw), dtype=np.float32), rng.integers(0, 10, n)
+
+
+def resnet_step(model, forward, x, y):
+    """One SGD-with-momentum step of ``model`` run through ``forward``; returns the loss."""
+    opt = cl.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+    def step():
+        opt.zero_grad()
+        loss = F.cross_entropy(forward(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def compile_resnet(model):
+    from course_lib._functorch import aot_module
+    from course_lib._functorch.partitioners import min_cut_rematerialization_partition
+    from course_lib._inductor import compile_fx
+    return aot_module(model, compile_fx, compile_fx, partition_fn=min_cut_rematerialization_partition)
+
+
+def _resnet_workload(quick: bool, compiled: bool) -> dict:
+    xn, yn = resnet_data(quick)
+    fns = {}
+    if measuring("course_lib"):
+        model = small_resnet()
+        x, y = cl.from_numpy(xn), cl.from_numpy(yn)
+        step = resnet_step(model, compile_resnet(model) if compiled else model, x, y)
+        step()   # the first call compiles (and, compiled or not, warms up)
+        fns["course_lib"] = step
+    torch = torch_or_none()
+    if torch is not None:
+        tmodel = _torch_resnet(torch)
+        topt = torch.optim.SGD(tmodel.parameters(), lr=0.05, momentum=0.9)
+        xt, yt = torch.from_numpy(xn), torch.from_numpy(yn)
+
+        def torch_step():
+            topt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(tmodel(xt), yt)
+            loss.backward()
+            topt.step()
+            return loss
+        fns["torch"] = torch_step
+    return fns
+
+
+def _torch_resnet(torch):
+    """The same architecture in torch (torchvision's BasicBlock layout), for the torch column."""
+    tnn = torch.nn
+
+    class Block(tnn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.conv1 = tnn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn1 = tnn.BatchNorm2d(cout)
+            self.conv2 = tnn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.bn2 = tnn.BatchNorm2d(cout)
+            self.down = None if stride == 1 and cin == cout else tnn.Sequential(
+                tnn.Conv2d(cin, cout, 1, stride, bias=False), tnn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            out = torch.relu(self.bn1(self.conv1(x)))
+            out = self.bn2(self.conv2(out))
+            return torch.relu(out + (x if self.down is None else self.down(x)))
+
+    torch.manual_seed(0)
+    layers = [tnn.Conv2d(3, 64, 3, 1, 1, bias=False), tnn.BatchNorm2d(64), tnn.ReLU()]
+    cin = 64
+    for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+        layers.append(Block(cin, cout, stride))
+        cin = cout
+    layers += [tnn.AdaptiveAvgPool2d(1), tnn.Flatten(), tnn.Linear(512, 10)]
+    return tnn.Sequential(*layers)
+
+
+@workload("small ResNet train step 8x3x32x32 (eager)", note="eager course_lib, torch eager; no numpy column")
+def resnet_step_eager(quick: bool):
+    return _resnet_workload(quick, compiled=False)
+
+
+@workload("small ResNet train step 8x3x32x32 (compiled)",
+          note="aot_module + compile_fx vs torch eager; compile and first call: bench/compile_table.py")
+def resnet_step_compiled(quick: bool):
+    return _resnet_workload(quick, compiled=True)
