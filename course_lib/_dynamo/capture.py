@@ -875,7 +875,7 @@ class Capture(TorchDispatchMode):
         views = False
         for j, t in alive:
             st = t._storage
-            if st.__class__ is _LazyStorage:
+            if st.__class__ is _LazyStorage and st._capture is self:
                 storages[st._root] = st
                 if st._root != j:
                     views = True
