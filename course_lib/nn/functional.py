@@ -59,11 +59,32 @@ def relu_(input: Tensor) -> Tensor:
     return input.relu_()
 
 
+def _float_only(input: Tensor, kernel: str) -> None:
+    """PyTorch's dtype dispatch of a floating-point-only activation kernel."""
+    if not input.is_floating_point():
+        raise NotImplementedError(f'"{kernel}_cpu" not implemented for \'{input.dtype._tensor_name}\'')
+
+
+def _write_into(input: Tensor, fn) -> Tensor:
+    """The in-place form of an activation composed of several ops: ``fn(input)`` written into ``input``.
+
+    When autograd records, ``fn`` reads a clone of ``input`` (as PyTorch keeps ``original_self`` for an
+    in-place op whose derivative needs the input), so that overwriting ``input`` leaves the values the
+    backward needs intact.  The node is ``CopyBackwards`` (PyTorch: the activation's own node, e.g.
+    ``SiluBackward0``); the gradient is the same.
+    """
+    from ..autograd.grad_mode import is_grad_enabled
+    src = input.clone() if input.requires_grad and is_grad_enabled() else input
+    return input.copy_(fn(src))
+
+
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     """x if x > 0 else negative_slope * x."""
     from .. import where
-    out = where(input > 0, input, input * negative_slope)
-    return input.copy_(out) if inplace else out
+    _float_only(input, "leaky_relu")
+    if inplace:
+        return _write_into(input, lambda x: where(x > 0, x, x * negative_slope))
+    return where(input > 0, input, input * negative_slope)
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
@@ -77,6 +98,9 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     """x * sigmoid(x)."""
+    _float_only(input, "silu")
+    if inplace:
+        return _write_into(input, lambda x: x * x.sigmoid())
     return input * input.sigmoid()
 
 
@@ -96,16 +120,33 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x if x > 0 else alpha * (exp(x) - 1)."""
     from .. import where
-    return where(input > 0, input, (input.clamp(max=0).exp() - 1) * alpha)
+    _float_only(input, "elu")
+
+    def f(x):
+        return where(x > 0, x, (x.clamp(max=0).exp() - 1) * alpha)
+    return _write_into(input, f) if inplace else f(input)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
-    return input.clamp(min_val, max_val)
+    """x clamped to [min_val, max_val]; the gradient is 1 strictly inside and 0 at and beyond the bounds
+    (PyTorch's ``hardtanh_backward``; ``clamp``'s gradient is 1 at the bounds)."""
+    from .. import where
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    if not input.is_floating_point():  # the bounds are cast to the integer type (truncated), as in PyTorch
+        lo, hi = int(min_val), int(max_val)
+        return input.clamp_(lo, hi) if inplace else input.clamp(lo, hi)
+
+    def f(x):
+        return where(x <= min_val, min_val, where(x >= max_val, max_val, x))
+    return _write_into(input, f) if inplace else f(input)
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
-    return input.clamp(0, 6)
+    """min(max(x, 0), 6): ``hardtanh(x, 0, 6)``."""
+    return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def logsigmoid(input: Tensor) -> Tensor:
