@@ -14,6 +14,7 @@ from .. import _dtype
 from .._ops.dispatcher import dispatch
 from .._ops.registry import OPS
 from .._tensor import Tensor
+from . import _reduction as _Reduction
 
 __all__ = [
     "linear", "bilinear", "relu", "relu_", "leaky_relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax",
@@ -368,22 +369,39 @@ def _check_size(input, target, name):
 
 
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
-             weight=None) -> Tensor:
-    """Mean squared error."""
+             weight: Tensor | None = None) -> Tensor:
+    """Mean squared error; with ``weight`` (the input's size), the weighted sum over the sum of the weights."""
     _check_size(input, target, "mse_loss")
+    if size_average is not None or reduce is not None:
+        reduction = _Reduction.legacy_get_string(size_average, reduce)
     d = input - target
-    return _reduce(d * d, reduction)
+    if weight is None:
+        return _reduce(d * d, reduction)
+    if weight.shape != input.shape:
+        raise ValueError("Weights and input must have the same size.")
+    wse = d * d * weight
+    if reduction == "none":
+        return wse
+    if reduction == "sum":
+        return wse.sum()
+    if reduction == "mean":
+        return wse.sum() / weight.sum()
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
 
 
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """Mean absolute error."""
     _check_size(input, target, "l1_loss")
+    if size_average is not None or reduce is not None:
+        reduction = _Reduction.legacy_get_string(size_average, reduce)
     return _reduce((input - target).abs(), reduction)
 
 
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
                    beta: float = 1.0) -> Tensor:
     from .. import where
+    if size_average is not None or reduce is not None:
+        reduction = _Reduction.legacy_get_string(size_average, reduce)
     d = (input - target).abs()
     return _reduce(where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction)
 
@@ -394,6 +412,8 @@ _RED = {"none": 0, "mean": 1, "sum": 2}
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None, ignore_index: int = -100,
              reduce=None, reduction: str = "mean") -> Tensor:
     """Negative log likelihood of the target classes (input holds log-probabilities)."""
+    if size_average is not None or reduce is not None:
+        reduction = _Reduction.legacy_get_string(size_average, reduce)
     if reduction not in _RED:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if input.dim() < 1:
@@ -412,6 +432,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
 
     ``label_smoothing`` mixes the one-hot target with the uniform distribution.
     """
+    if size_average is not None or reduce is not None:
+        reduction = _Reduction.legacy_get_string(size_average, reduce)
     if label_smoothing < 0.0 or label_smoothing > 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     cdim = 0 if input.dim() == 1 else 1
@@ -450,6 +472,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
                          reduce=None, reduction: str = "mean") -> Tensor:
     """-(t log p + (1 - t) log(1 - p)), with the logs clamped at -100 as in PyTorch."""
+    if size_average is not None or reduce is not None:
+        reduction = _Reduction.legacy_get_string(size_average, reduce)
     if target.shape != input.shape:
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}) "
                          "is deprecated. Please ensure they have the same size.".replace("course_lib.Size",
@@ -465,6 +489,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
                                      reduce=None, reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
     """BCE on logits, computed stably: (1 - t) x + (1 + (pw - 1) t) * log(1 + exp(-x))."""
+    if size_average is not None or reduce is not None:
+        reduction = _Reduction.legacy_get_string(size_average, reduce)
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})"
                          .replace("course_lib.Size", "torch.Size"))

@@ -1,6 +1,7 @@
 """Loss modules (``torch/nn/modules/loss.py``)."""
 from __future__ import annotations
 
+from .. import _reduction as _Reduction
 from .. import functional as F
 from .module import Module
 
@@ -10,7 +11,10 @@ __all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "NLLLoss", "CrossEntropyLoss", "
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
-        self.reduction = reduction
+        if size_average is not None or reduce is not None:
+            self.reduction: str = _Reduction.legacy_get_string(size_average, reduce)
+        else:
+            self.reduction = reduction
 
 
 class _WeightedLoss(_Loss):
