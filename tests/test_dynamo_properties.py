@@ -28,12 +28,39 @@ import course_lib as cl
 sys.path.insert(0, str(Path(__file__).parent))
 import random_programs as rp  # noqa: E402
 
-# Seeds: disjoint ranges per backend, split in chunks so `-n 2` can share them out.
-EAGER_SEEDS = range(0, 2400)
-AOT_SEEDS = range(100_000, 100_300)
-INDUCTOR_SEEDS = range(200_000, 200_030)
-COUNTER_SEEDS = range(300_000, 300_200)
+# Seeds: disjoint ranges per backend, split in chunks so `-n 2` can share them out. 2000 programs
+# with backend "eager" (200 of them with dynamic=True), 100 with a callable backend, 200 with
+# "aot_eager" and 6 with "inductor" (its numba kernels take ~6 s per program to compile).
+EAGER_SEEDS = range(0, 1800)
+DYNAMIC_SEEDS = range(400_000, 400_200)
+COUNTER_SEEDS = range(300_000, 300_100)
+AOT_SEEDS = range(100_000, 100_200)
+INDUCTOR_SEEDS = range(200_000, 200_006)
 CHUNK = 100
+
+# Programs on which the compiled run is known to differ from eager: (variant, seed) -> the defect.
+# They are left out of the chunks and run one by one as strict xfails, so a fix shows up as XPASS.
+KNOWN_DIVERGENCES: dict[tuple[str, int], str] = {}
+
+
+def _compile_with(variant: str):
+    """How a variant compiles: "eager", "aot_eager", "inductor" are backends; "dynamic" is backend
+    "eager" with dynamic=True; "counter" is a CompileCounter backend (compared exactly)."""
+    def compile_fn(fn, backend):
+        if variant == "dynamic":
+            return cl.compile(fn, backend="eager", dynamic=True)
+        if variant == "counter":
+            from course_lib._dynamo.testing import CompileCounter
+
+            return cl.compile(fn, backend=CompileCounter())
+        return cl.compile(fn, backend=variant)
+    return compile_fn
+
+
+def _check(seeds: range, variant: str) -> None:
+    exact = variant in ("eager", "dynamic", "counter")
+    rp.check_seeds([s for s in seeds if (variant, s) not in KNOWN_DIVERGENCES], _compile_with(variant), variant,
+                   exact=exact)
 
 
 def _chunks(seeds: range, size: int) -> list[range]:
@@ -180,39 +207,62 @@ pytestmark_compiled = pytest.mark.usefixtures("fresh_dynamo")
 @pytest.mark.parametrize("seeds", _chunks(EAGER_SEEDS, CHUNK), ids=_ids(_chunks(EAGER_SEEDS, CHUNK)))
 @pytestmark_compiled
 def test_random_programs_backend_eager(seeds):
-    rp.check_seeds(seeds, _compile, "eager")
+    _check(seeds, "eager")
 
 
 @pytest.mark.parametrize("seeds", _chunks(AOT_SEEDS, 50), ids=_ids(_chunks(AOT_SEEDS, 50)))
 @pytestmark_compiled
 def test_random_programs_backend_aot_eager(seeds):
-    rp.check_seeds(seeds, _compile, "aot_eager")
+    _check(seeds, "aot_eager")
 
 
-@pytest.mark.parametrize("seeds", _chunks(INDUCTOR_SEEDS, 10), ids=_ids(_chunks(INDUCTOR_SEEDS, 10)))
+@pytest.mark.parametrize("seeds", _chunks(INDUCTOR_SEEDS, 3), ids=_ids(_chunks(INDUCTOR_SEEDS, 3)))
 @pytestmark_compiled
 def test_random_programs_backend_inductor(seeds):
     pytest.importorskip("numba")
-    rp.check_seeds(seeds, _compile, "inductor")
+    _check(seeds, "inductor")
+
+
+@pytest.mark.parametrize("variant, seed", [pytest.param(b, s, marks=pytest.mark.xfail(strict=True, reason=r))
+                                           for (b, s), r in KNOWN_DIVERGENCES.items()] or
+                         [pytest.param("eager", -1, marks=pytest.mark.skip(reason="no known divergence"))])
+@pytestmark_compiled
+def test_known_divergence(variant, seed):
+    if variant == "inductor":
+        pytest.importorskip("numba")
+    rp.check_program(rp.generate_program(seed), _compile_with(variant), variant,
+                     exact=variant in ("eager", "dynamic", "counter"))
+
+
+@pytest.mark.parametrize("seeds", _chunks(DYNAMIC_SEEDS, CHUNK), ids=_ids(_chunks(DYNAMIC_SEEDS, CHUNK)))
+@pytestmark_compiled
+def test_random_programs_dynamic_shapes(seeds):
+    """dynamic=True: graphs valid for any sizes meeting the guards give eager's results too."""
+    _check(seeds, "dynamic")
 
 
 @pytest.mark.parametrize("seeds", _chunks(COUNTER_SEEDS, CHUNK), ids=_ids(_chunks(COUNTER_SEEDS, CHUNK)))
 @pytestmark_compiled
 def test_random_programs_custom_backend_sees_the_graphs(seeds):
-    """A callable backend (CompileCounter) gets the graphs: the compiled side really is compiled."""
+    """A callable backend (CompileCounter) gets the graphs: the compiled side really is compiled.
+    (A program whose tensor results all die unused, or that only makes views of its inputs, gives
+    no graph, as Dynamo compiles none.)"""
     from course_lib._dynamo.testing import CompileCounter
 
-    counters = []
+    counters, outer = [], []
 
     def compile_with_counter(fn, backend):
         counters.append(CompileCounter())
+        if getattr(fn, "__name__", "") != "HELPER":  # the program itself, not its nested helper
+            outer.append(counters[-1])
         return cl.compile(fn, backend=counters[-1])
 
+    seeds = [s for s in seeds if ("counter", s) not in KNOWN_DIVERGENCES]
     rp.check_seeds(seeds, compile_with_counter, "counter", exact=True)
-    frames = [c.frame_count for c in counters]
-    ops = sum(c.op_count for c in counters)
-    assert sum(f > 0 for f in frames) >= 0.9 * len(frames), frames
-    assert ops > 5 * len(seeds)
+    assert len(outer) == len(seeds)
+    frames = [c.frame_count for c in outer]
+    assert sum(f > 0 for f in frames) >= 0.8 * len(seeds), frames
+    assert sum(c.op_count for c in counters) > 5 * len(seeds)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -344,3 +394,88 @@ def test_a_compiled_function_called_from_a_compiled_function_stays_correct(fresh
                    {"K": 0.5 + i} if i == 4 else {}, no_grad=i == 5, seed=10 + i) for i in range(7)]
     program = rp.handmade_program(NESTED_SOURCE, args, calls)
     rp.check_program(program, _compile, backend)
+
+
+# ---------------------------------------------------------------------------------------------
+# regressions: divergences the random programs found, reduced by hand
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_lazy_tensor_appended_before_an_error_holds_its_values(fresh_dynamo):
+    """Seed 523: LOG.append(x.sum()) and then an op that raises; the list kept a tensor without data."""
+    log_e: list = []
+    log_c: list = []
+
+    def make(log):
+        def f(a, b):
+            log.append(a.sum())
+            return a @ b
+        return f
+
+    a, b = cl.randn(3), cl.randn(4)
+    with pytest.raises(RuntimeError) as eager_error:
+        make(log_e)(a, b)
+    with pytest.raises(RuntimeError) as compiled_error:
+        cl.compile(make(log_c), backend="eager")(a, b)
+    assert str(compiled_error.value) == str(eager_error.value)
+    assert log_c[0].device.type == "cpu"
+    assert log_c[0].item() == log_e[0].item()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_returned_view_of_a_lazy_tensor_has_values(fresh_dynamo, backend):
+    """Seeds 100072, 100078: the result, a view (t(), unsqueeze) of a lazy tensor, had no data."""
+    def f(b):
+        return b.relu().t(), (b * 2).unsqueeze(0)
+
+    x = cl.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    t, u = cl.compile(f, backend=backend)(x)
+    assert t.tolist() == [1.0, 0.0, 3.0]
+    assert u.tolist() == [[2.0, -4.0, 6.0]]
+
+
+def test_gradients_of_a_tensor_used_by_views_and_graph_ops_sum_in_eager_order(fresh_dynamo):
+    """Seeds 1193, 1818 (backend "eager"): w.unsqueeze() ran eagerly while the rest of the ops waited
+    for the graph, so autograd met the nodes in another order and w.grad differed in its last bits."""
+    w = cl.tensor(0.67, requires_grad=True)
+
+    def f():
+        v2 = cl.add(w, w)
+        v3 = w.unsqueeze(-1)
+        acc = w * 1.0
+        for _ in range(2):
+            acc = acc * 0.5 + v2
+        return acc, v3
+
+    grads = []
+    for fn in (f, cl.compile(f, backend="eager")):
+        w.grad = None
+        acc, v3 = fn()
+        (acc * -2.2 + (v3 * 0.77).sum()).backward()
+        grads.append(w.grad.item())
+    assert grads[0] == grads[1]
+
+
+DEAD_AT_BREAK = '''
+def g(c, w):
+    v3 = w.mean(dim=-2)
+    v4 = c.relu()
+    print("v3:", v3.shape)
+    return v3.mean(dim=1).sum()
+'''
+
+
+@pytest.mark.parametrize("backend", ["eager", pytest.param("aot_eager", marks=pytest.mark.xfail(
+    strict=True, reason="the lazy tensor c.relu() is alive (a local) at the print, so it becomes an output of "
+    "the graph, and aot's backward gives c zeros; torch leaves it out by liveness and c.grad stays None"))])
+def test_an_input_whose_only_use_is_dead_at_a_break_gets_no_gradient(fresh_dynamo, backend):
+    """Seed 100001: c.relu() is never used after the print, so torch (liveness at the break) leaves
+    it out of the graph and c.grad stays None, as in eager; course_lib kept it as a graph output and
+    aot's backward gave c a zero gradient."""
+    ns: dict = {"cl": cl}
+    exec(DEAD_AT_BREAK, ns)
+    c, w = cl.randn(2, 2, requires_grad=True), cl.randn(5, 2, 2, requires_grad=True)
+    with contextlib.redirect_stdout(io.StringIO()):
+        cl.compile(ns["g"], backend=backend)(c, w).backward()
+    assert w.grad is not None
+    assert c.grad is None
