@@ -297,10 +297,10 @@ except NotImplementedError:
 
 # %% [markdown] id="recorder-pytorch"
 # > **In PyTorch:** `make_fx` in `torch/fx/experimental/proxy_tensor.py` records with
-# > `ProxyTorchDispatchMode`, which keeps the tensor-to-node map in a `WeakTensorKeyDictionary` (no `id` reuse
-# > problem) and records `aten` overloads such as `aten.add.Tensor`. Dynamo records at a higher level: its nodes
-# > are the Python callables you wrote (`operator.add` for `+`, `torch.abs`, `call_method sum`), which is why its
-# > table in section 4 shows `<built-in function add>`.
+# > `ProxyTorchDispatchMode`, whose tracer keeps the tensor-to-proxy map in a `WeakTensorKeyDictionary`
+# > (`tracer.tensor_tracker`: no `id` reuse problem) and records `aten` overloads such as `aten.add.Tensor`.
+# > Dynamo records at a higher level: its nodes are the Python callables you wrote (`operator.add` for `+`,
+# > `torch.abs`, `call_method sum`), which is why its table in section 4 shows `<built-in function add>`.
 
 # %% [markdown] id="tabular-md"
 # ### The table
@@ -567,12 +567,13 @@ def split_at_breaks(program, breaks):
 check("08.4", split_at_breaks)
 
 # %% [markdown] id="breaks-pytorch"
-# > **In PyTorch:** `InstructionTranslator.generic_jump` in `torch/_dynamo/symbolic_convert.py` meets the jump on
-# > a tensor and calls `OutputGraph.compile_subgraph` (`torch/_dynamo/output_graph.py`) with the live values of
-# > the stack and the locals; `create_call_resume_at` generates the resume function's bytecode
-# > (`torch/_dynamo/resume_execution.py`: `ContinueExecutionCache`), named
-# > `torch_dynamo_resume_in_toy_example_at_<line of the if>` in the logs (`TORCH_LOGS=bytecode` shows it). In course_lib the Python itself resumes: `course_lib/_dynamo` ends the graph when a lazy tensor
-# > is read, and the outputs are the lazy tensors still alive.
+# > **In PyTorch:** `generic_jump` in `torch/_dynamo/symbolic_convert.py` (the handler of `POP_JUMP_IF_FALSE`
+# > and its kin) meets the jump on a tensor and calls `OutputGraph.compile_subgraph`
+# > (`torch/_dynamo/output_graph.py`) with the live values of the stack and the locals; `create_call_resume_at`
+# > generates the resume function's bytecode (`torch/_dynamo/resume_execution.py`: `ContinueExecutionCache`),
+# > named `torch_dynamo_resume_in_toy_example_at_<line of the if>` in the logs (`TORCH_LOGS=bytecode` shows it).
+# > In course_lib the Python itself resumes: `course_lib/_dynamo` ends the graph when a lazy tensor is read, and
+# > the outputs are the lazy tensors still alive.
 
 # %% [markdown] id="guards-md"
 # ## 5 · Guards
@@ -818,7 +819,7 @@ plt.show()
 # |---|---|
 # | `"name"` | the node's name |
 # | `"users"` | the names of the nodes that read its value |
-# | `"weight"` | the capacity of its `_in -> _out` edge (an `int`), or `None` for a value that cannot be saved (infinite) |
+# | `"weight"` | the capacity of its `_in -> _out` edge (an `int`); `None`: it cannot be saved (infinite) |
 # | `"banned"` | `True` if it may not be recomputed (tie it to the source) |
 # | `"backward"` | `True` for a backward node (tie it to the sink; it gets no other edge of its own) |
 #
@@ -1037,7 +1038,8 @@ try:
 
     ops = [["t0", "mul", ["x", 1.5]], ["t1", "add", ["t0", 0.5]], ["t2", "sin", ["t1"]], ["t3", "mul", ["t2", "t1"]],
            ["t4", "abs", ["t3"]], ["t5", "neg", ["t4"]], ["t6", "exp", ["t5"]], ["t7", "mul", ["t3", "t3"]],
-           ["t8", "add", ["t6", "t7"]], ["t9", "tanh", ["t8"]], ["t10", "mul", ["t8", 0.1]], ["t11", "sub", ["t9", "t10"]]]
+           ["t8", "add", ["t6", "t7"]], ["t9", "tanh", ["t8"]], ["t10", "mul", ["t8", 0.1]],
+           ["t11", "sub", ["t9", "t10"]]]
     n = 4_000_000
     source = kernel_source("my_kernel", ["x"], ops, ["t11"], n)
     print(source)
