@@ -114,6 +114,7 @@ SAMPLES = {
     "avg_pool2d": [(T(1, 2, 4, 4), (2, 2))],
     "nll_loss_forward": [(T(3, 4), I(3, values=[0, 3, 1]), None, 1, -100)],
     "embedding": [(T(5, 3), I(2, 2, values=[0, 4, 1, 1]))],
+    "embedding_renorm_": [(T(5, 3), I(3, values=[0, 4, 4]), 0.5, 2.0)],
     "native_batch_norm": [(T(4, 3), T(3), T(3), None, None, True, 0.1, 1e-5)],
     "native_layer_norm": [(T(4, 3), (3,), T(3), T(3), 1e-5)],
     "rms_norm_fused": [(T(4, 3), (3,), T(3), 1e-5)],

@@ -481,15 +481,32 @@ def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index
     return wrap(np.ascontiguousarray(gx), self.dtype)
 
 
-@register("embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1) -> Tensor", variants=("function",),
-          meta=lambda weight, indices, padding_idx=-1: empty_meta(indices._shape + weight._shape[1:], weight.dtype),
-          kind="nn")
-def embedding(weight, indices, padding_idx=-1):
-    """Rows of ``weight`` picked by integer ``indices``."""
+def _check_embedding_indices(indices, op: str, arg: int) -> None:
     if indices.dtype.category != _dtype._INT:
-        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+        raise RuntimeError(f"Expected tensor for argument #{arg} 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got torch.{indices.dtype._tensor_name}Tensor instead (while checking "
-                           "arguments for embedding)")
+                           f"arguments for {op})")
+
+
+def _check_sparse(sparse: bool) -> None:
+    if sparse:
+        raise NotImplementedError("course_lib has no sparse tensors: with sparse=True PyTorch's embedding makes "
+                                  "the weight's gradient a sparse COO tensor (only the rows used in the batch); "
+                                  "use sparse=False for a dense gradient")
+
+
+def _embedding_meta(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    _check_sparse(sparse)
+    return empty_meta(indices._shape + weight._shape[1:], weight.dtype)
+
+
+@register("embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, "
+          "bool sparse=False) -> Tensor", variants=("function",), meta=_embedding_meta, kind="nn")
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """Rows of ``weight`` picked by integer ``indices``.  ``scale_grad_by_freq`` acts in the backward;
+    ``sparse=True`` (a sparse gradient) is refused: course_lib has no sparse tensors."""
+    _check_embedding_indices(indices, "embedding", 1)
+    _check_sparse(sparse)
     i = indices._np()
     n = weight._shape[0]
     if i.size and (i.min() < 0 or i.max() >= n):
@@ -497,13 +514,40 @@ def embedding(weight, indices, padding_idx=-1):
     return wrap(weight._np()[i], weight.dtype)
 
 
-@register("embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx) "
-          "-> Tensor", variants=(),
-          meta=lambda g, i, n, p: empty_meta((n,) + g._shape[i.dim():], g.dtype), kind="nn")
-def embedding_dense_backward(grad_output, indices, num_weights, padding_idx):
+@register("embedding_renorm_(Tensor(a!) self, Tensor indices, float max_norm, float norm_type) -> Tensor(a!)",
+          variants=("function",), is_inplace=True, meta=lambda self, indices, max_norm, norm_type: self, kind="nn")
+def embedding_renorm_(self, indices, max_norm, norm_type):
+    """Scale each row of ``self`` that ``indices`` names and whose ``norm_type``-norm exceeds ``max_norm``
+    down to norm ``max_norm`` (by ``max_norm / (norm + 1e-7)``), in place; each row once."""
+    _check_embedding_indices(indices, "embedding_renorm_", 2)
+    rows = np.unique(indices._np().reshape(-1))
+    n = self._shape[0]
+    if rows.size and (rows[0] < -n or rows[-1] >= n):
+        bad = rows[-1] if rows[-1] >= n else rows[0]
+        raise IndexError(f"select(): index {bad} out of range for tensor of size {list(self._shape)} at dimension 0")
+    w = self._np()
+    picked = w[rows]
+    norms = np.linalg.norm(picked.reshape(len(rows), -1), ord=norm_type, axis=1)
+    big = norms > max_norm
+    if big.any():
+        scale = (max_norm / (norms[big].astype(np.float64) + 1e-7)).astype(w.dtype)
+        w[rows[big]] = picked[big] * scale.reshape((-1,) + (1,) * (picked.ndim - 1))
+    self._vc.value += 1
+    return self
+
+
+@register("embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, "
+          "bool scale_grad_by_freq=False) -> Tensor", variants=(),
+          meta=lambda g, i, n, p, s=False: empty_meta((n,) + g._shape[i.dim():], g.dtype), kind="nn")
+def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq=False):
+    """Sum the gradient rows into the rows they were picked from; with ``scale_grad_by_freq`` each is
+    first divided by how often its index occurs in ``indices``."""
     i = indices._np().reshape(-1)
     D_ = grad_output._shape[indices.dim():]
     g = grad_output._np().reshape(-1, int(np.prod(D_)) if D_ else 1)
+    if scale_grad_by_freq:
+        counts = np.bincount(i, minlength=num_weights)
+        g = g / counts[i].astype(g.dtype)[:, None]
     out = np.zeros((num_weights, g.shape[1]), grad_output.dtype.np)
     np.add.at(out, i, g)
     if padding_idx >= 0:

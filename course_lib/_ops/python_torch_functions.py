@@ -48,6 +48,7 @@ __all__ = [
     "div",
     "dot",
     "embedding",
+    "embedding_renorm_",
     "eq",
     "erf",
     "exp",
@@ -400,12 +401,20 @@ def dot(self, tensor):
     return _dispatch(_OPS["dot"], (self, tensor))
 
 
-def embedding(weight, indices, padding_idx=-1):
-    """Rows of ``weight`` picked by integer ``indices``.
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """Rows of ``weight`` picked by integer ``indices``.  ``scale_grad_by_freq`` acts in the backward;
 
-    Schema: embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1) -> Tensor
+    Schema: embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
     """
-    return _dispatch(_OPS["embedding"], (weight, indices, padding_idx))
+    return _dispatch(_OPS["embedding"], (weight, indices, padding_idx, scale_grad_by_freq, sparse))
+
+
+def embedding_renorm_(self, indices, max_norm, norm_type):
+    """Scale each row of ``self`` that ``indices`` names and whose ``norm_type``-norm exceeds ``max_norm``
+
+    Schema: embedding_renorm_(Tensor(a!) self, Tensor indices, float max_norm, float norm_type) -> Tensor(a!)
+    """
+    return _dispatch(_OPS["embedding_renorm_"], (self, indices, max_norm, norm_type))
 
 
 def eq(self, other):

@@ -42,7 +42,7 @@ def _nll(ctx, g, g_tw=None):
 @derivative("embedding", "EmbeddingBackward0", save={"indices": ALL})
 def _embedding(ctx, g):
     return dispatch(OPS["embedding_dense_backward"], (g, ctx.indices, _shape(ctx, "weight")[0],
-                                                      ctx.padding_idx)), None
+                                                      ctx.padding_idx, ctx.scale_grad_by_freq)), None
 
 
 # ---------------------------------------------------------------------------

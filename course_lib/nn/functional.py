@@ -330,12 +330,30 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return input.flatten(start_dim, end_dim)
 
 
-def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm=None, norm_type=2.0,
-              scale_grad_by_freq=False, sparse=False) -> Tensor:
-    """Rows of ``weight`` picked by the integer ``input``."""
-    if padding_idx is not None and padding_idx < 0:
-        padding_idx = weight.shape[0] + padding_idx
-    return _op("embedding", weight, input, -1 if padding_idx is None else padding_idx)
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` picked by the integer ``input``.
+
+    ``max_norm``: first rescale, in place and without recording a gradient, the rows ``input`` names whose
+    ``norm_type``-norm exceeds it (``embedding_renorm_``).  ``scale_grad_by_freq``: divide each row's gradient
+    by how often its index occurs in ``input``.  ``sparse=True`` is refused (no sparse tensors here).
+    """
+    if padding_idx is not None:
+        if padding_idx > 0:
+            if padding_idx >= weight.shape[0]:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+        elif padding_idx < 0:
+            if padding_idx < -weight.shape[0]:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx = weight.shape[0] + padding_idx
+    else:
+        padding_idx = -1
+    if max_norm is not None:
+        from ..autograd.grad_mode import no_grad
+        input = input.contiguous()
+        with no_grad():
+            _op("embedding_renorm_", weight, input, max_norm, norm_type)
+    return _op("embedding", weight, input, padding_idx, scale_grad_by_freq, sparse)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
