@@ -254,3 +254,156 @@ def test_vectorisable_float32_functions_within_an_ulp_of_the_float64_ones(name):
     with np.errstate(all="ignore"):
         want = getattr(np, name)(x.astype(np.float64)).astype(np.float32)
     np.testing.assert_allclose(got, want, rtol=2.4e-7, atol=1e-37)   # 2 ulp: rounded + 1 ulp off
+
+
+# ---------------------------------------------------------------------------
+# row kernels: reductions fused with what feeds them and what reads them
+# ---------------------------------------------------------------------------
+def test_softmax_is_one_row_kernel_with_inner_loops():
+    x = cl.randn(6, 9) * 30   # large logits: the max subtraction matters
+    c = _check(lambda x: cl.softmax(x, -1), x)
+    assert c.n_kernels == 1 and c.n_externs == 0
+    assert "for r in range(6):" in c.source and c.source.count("for j in range(9):") == 3
+    assert c.source.count("np.empty(") == 1   # max and sum stay in registers
+
+
+@pytest.mark.parametrize("dtype", [cl.float32, cl.float64])
+@pytest.mark.parametrize("shape", [(3, 5, 7), (1, 1), (4, 1), (1, 6), (7,)])
+def test_reductions_and_their_epilogues_equal_eager(dtype, shape):
+    x = cl.randn(*shape, dtype=dtype)
+
+    def f(x):
+        return (cl.softmax(x, -1), cl.log_softmax(x * 2, -1), x.sum(-1), x.mean(-1, keepdim=True),
+                x.amax(-1), x.amin(-1, keepdim=True), (x * x).sum(0), x.sum(), (x - x.mean(-1, keepdim=True)).exp())
+
+    _check(f, x, rtol=1e-5 if dtype == cl.float32 else 1e-10, atol=1e-6 if dtype == cl.float32 else 1e-12)
+
+
+def test_reductions_of_non_contiguous_and_broadcast_inputs():
+    x = cl.randn(5, 8).t()          # (8, 5), not contiguous
+    w = cl.randn(5)
+
+    def f(x, w):
+        y = x * w + 1
+        return cl.softmax(y, -1), (y * w).sum(-1, keepdim=True), y.sum(0)
+
+    c = _check(f, x, w)
+    assert c.n_kernels == 1
+
+
+def test_nan_and_inf_in_reductions_propagate_like_eager():
+    x = cl.tensor([[1.0, float("nan"), 2.0], [float("inf"), 1.0, 0.0], [-float("inf")] * 3, [0.0, 1.0, 2.0]])
+    _check(lambda x: (x.amax(-1), x.amin(-1), x.sum(-1), cl.softmax(x, -1)), x)
+
+
+def test_size_zero_reductions_keep_course_libs_kernels():
+    x = cl.randn(0, 3)
+    _check(lambda x: (x.sum(-1), x.sum(0), x * 2), x)
+
+
+def test_layernorm_forward_backward_through_aot_min_cut_is_two_row_kernels():
+    from course_lib._functorch import aot_module
+    from course_lib._functorch.partitioners import min_cut_rematerialization_partition
+    compiled: list = []
+
+    def cfx(gm, example_inputs):
+        compiled.append(compile_fx(gm, example_inputs))
+        return compiled[-1]
+
+    m = cl.nn.LayerNorm(7)
+    with cl.no_grad():
+        m.weight.normal_()
+        m.bias.normal_()
+    x = cl.randn(3, 5, 7).transpose(0, 1).requires_grad_()   # (5, 3, 7), not contiguous
+    gy = cl.randn(5, 3, 7)
+    cm = aot_module(m, cfx, cfx, partition_fn=min_cut_rematerialization_partition)
+    out = cm(x)
+    out.backward(gy)
+    got = [out.detach().numpy(), x.grad.numpy().copy(), m.weight.grad.numpy().copy(), m.bias.grad.numpy().copy()]
+    x.grad = m.weight.grad = m.bias.grad = None
+    want = m(x)
+    want.backward(gy)
+    for g, w in zip(got, [want.detach().numpy(), x.grad.numpy(), m.weight.grad.numpy(), m.bias.grad.numpy()]):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+    fw, bw = compiled
+    assert fw.n_kernels == 1 and fw.n_externs == 0 and bw.n_kernels == 1 and bw.n_externs == 0
+    assert "_part" in bw.source   # dweight and dbias: column sums in the same kernel
+
+
+def test_large_row_kernel_is_parallel_and_matches_numpy():
+    x = cl.randn(300, 256)
+    c = _check(lambda x: (cl.softmax(x, -1), (x * 2).sum(0)), x, atol=1e-4)   # sums of 300 terms ~2
+    assert "prange(" in c.source and "parallel=True" in c.source
+    xn = x.numpy().astype(np.float64)
+    e = np.exp(xn - xn.max(1, keepdims=True))
+    got = c(x)
+    np.testing.assert_allclose(got[0].numpy(), e / e.sum(1, keepdims=True), rtol=2e-6, atol=1e-8)
+    np.testing.assert_allclose(got[1].numpy(), (xn * 2).sum(0), rtol=2e-6, atol=2e-5)   # float64 sums
+
+
+def test_constant_arguments_that_are_not_literals():
+    x = cl.randn(4)
+    _check(lambda x: x + cl.full((), 2.0, dtype=x.dtype), x)
+
+
+# ---------------------------------------------------------------------------
+# mode="reduce-overhead"
+# ---------------------------------------------------------------------------
+def _ro_program():
+    x, w, b = cl.randn(8, 16), cl.randn(16, 4), cl.randn(4)
+
+    def f(x, w, b):
+        h = cl.addmm(b, x, w).relu()
+        return (h.t() @ h).sum(0), h * 2
+
+    return compile_fx(make_fx(f)(x, w, b), [x, w, b], mode="reduce-overhead"), f, (x, w, b)
+
+
+def test_reduce_overhead_calls_numpy_directly_and_equals_eager():
+    c, f, args = _ro_program()
+    assert "np.matmul(" in c.source and "_call_extern" not in c.source
+    for g, w in zip(c(*args), f(*args)):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_reduce_overhead_reuses_its_buffers_and_the_second_call_equals_the_first():
+    c, f, args = _ro_program()
+    first = [t.numpy().copy() for t in c(*args)]
+    buffers = [id(a) for a in c.buffers]
+    assert buffers
+    second = [t.numpy().copy() for t in c(*args)]
+    assert [id(a) for a in c.buffers] == buffers     # no result was alive: same memory
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_reduce_overhead_never_overwrites_a_result_the_caller_still_holds():
+    c, f, (x, w, b) = _ro_program()
+    kept = c(x, w, b)
+    values = [t.numpy().copy() for t in kept]
+    view = kept[1][1:]   # a view keeps the memory alive too
+    c(x * 3, w, b)
+    c(x * 5, w, b)
+    for t, v in zip(kept, values):
+        np.testing.assert_array_equal(t.numpy(), v)
+    np.testing.assert_array_equal(view.numpy(), values[1][1:])
+
+
+def test_in_place_update_of_inputs_writes_into_them():
+    def sgd(p, q, g):
+        p.sub_(g * 0.1)
+        q.mul_(0.5)
+
+    p, g = cl.randn(5, 3), cl.randn(5, 3)
+    q = cl.randn(3, 5).t()   # not contiguous: computed aside, then copied back
+    p0, q0 = p.numpy().copy(), q.numpy().copy()
+    c = compile_fx(make_fx(sgd)(p.clone(), q.clone(), g), [p, q, g], mode="reduce-overhead")
+    assert c(p, q, g) is None
+    np.testing.assert_allclose(p.numpy(), p0 - g.numpy() * np.float32(0.1), rtol=1e-6)
+    np.testing.assert_allclose(q.numpy(), q0 * 0.5)
+
+
+def test_unknown_mode_is_refused_with_torchs_message():
+    x = cl.randn(3)
+    with pytest.raises(RuntimeError, match="Unrecognized mode=fast, should be one of: default, reduce-overhead"):
+        compile_fx(make_fx(lambda x: x + 1)(x), [x], mode="fast")
