@@ -635,6 +635,9 @@ for dynamic in (False, True):
 # got {actual!r}"` for grad mode). An argument's "type" is `"Tensor"` for any course_lib tensor, else
 # `type(v).__name__`. `args` always has as many elements as the arguments the guards were built from.
 #
+# The helper `guard_value(kind, v)`, yours to fill in too, says what a guard of `kind` sees in the argument `v`
+# (for `"grad_mode"`, `v` is `None` and the answer is the current grad mode); both methods use it.
+#
 # *Hint:* once the list is built, `check` is one loop: compute the actual value of each guard's kind, compare,
 # return at the first difference. The order of the list is what makes "first" well defined (and why `type`
 # comes before `dtype`: a float `2.0` has no dtype to compare).
