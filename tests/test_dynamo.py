@@ -278,6 +278,30 @@ def test_gradients_sum_in_eagers_order_across_graphs():
     assert (grads[0] == grads[1]).all()
 
 
+def test_a_view_of_a_tensor_from_an_earlier_graph_keeps_that_tensors_values():
+    """Regression: the storage of a tensor from an earlier graph must not be refilled with the value of
+    a view of it (a real view, node 0 of a later graph) at the next break."""
+    def f(a, b):
+        if a.amax() > -0.98:
+            v1 = b.sigmoid()
+        else:
+            v1 = -b
+        v5 = v1.amax(dim=-1)
+        v7 = a + -1.0
+        if v7.sum().item() > 0.0:
+            v10 = v1 * 2
+        else:
+            v10 = v1.unsqueeze(0)       # a view of a real tensor that requires grad
+        if v7.mean() < -0.4:
+            return cl.abs(v5), v10, v1
+        return cl.sigmoid(v5), v10, v1
+
+    a, b = cl.tensor(-0.138, dtype=cl.float64), cl.tensor(0.3038, requires_grad=True)
+    r1, r2 = f(a, b), cl.compile(f, backend="eager")(a, b)
+    for u, v in zip(r1, r2):
+        assert _same(u.detach(), v.detach()) and v.grad_fn is not None
+
+
 @pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
 def test_autograd_through_several_graphs(backend):
     if backend == "inductor":
