@@ -18,7 +18,7 @@ from ._tensor import Tensor
 from ._ops import kernels as _kernels
 
 # isort: split
-from . import _ops, autograd, memory, nn, optim, serialization
+from . import _ops, autograd, compiler, memory, nn, optim, serialization
 from ._creation import *  # noqa: F403
 from ._device import device
 from ._dtype import (
@@ -55,8 +55,6 @@ from ._tensor_str import set_printoptions
 from .autograd import nn_derivatives as _nn_derivatives
 from .autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .serialization import load, save
-
-from . import compiler
 
 __version__ = "0.1.0"
 

@@ -146,7 +146,8 @@ def test_an_error_is_raised_where_eager_raises_it_after_the_same_side_effects():
     for fn in (f, cf):
         with pytest.raises(RuntimeError) as e:
             fn(cl.ones(3), cl.ones(4))
-        assert str(e.value) == "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 0"
+        assert str(e.value) == ("The size of tensor a (3) must match the size of tensor b (4) at non-singleton "
+                                "dimension 0")
     assert log == ["before", "before"]
 
 

@@ -6,7 +6,7 @@ the API.
 """
 from __future__ import annotations
 
-from . import backends, config as _config_module, exc, guards, testing  # noqa: F401
+from . import backends, exc, guards, testing  # noqa: F401
 from .backends import list_backends, lookup_backend, register_backend
 from .config import config
 from .eval_frame import ExplainOutput, GraphCompileReason, OptimizedModule, explain, reset

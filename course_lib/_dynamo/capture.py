@@ -313,7 +313,8 @@ def _style(op, args: tuple) -> tuple:
         if opinfo is not None and opinfo[0] == op.name and last <= opinfo[2] and not kw:
             return ("call_function", opinfo[1], tuple(range(opinfo[2])), ())
         if name == op.name and not op.manual_binding:
-            is_method = "." in getattr(entry.f_code, "co_qualname", "")
+            qualname = getattr(entry.f_code, "co_qualname", None)   # Python 3.11+
+            is_method = "." in qualname if qualname is not None else fname in _METHOD_FILES[:2]
             if fname in _METHOD_FILES and is_method and "method" in op.variants:
                 return ("call_method", op.name, tuple(range(last)), kw)
             if fname in _FUNCTION_FILES and "function" in op.variants:
@@ -1107,7 +1108,8 @@ def guards_of(cache: CodeCache) -> list:
 
     def walk(s: _Step, graph: int) -> None:
         if s.op is None and s.children:
-            g = _guards.Guard("", "global", _guards.GRAD_MODE, f"grad mode {'enabled' if s.children[0].key[1] else 'disabled'}")
+            state = "enabled" if s.children[0].key[1] else "disabled"
+            g = _guards.Guard("", "global", _guards.GRAD_MODE, f"grad mode {state}")
             if (graph, g) not in seen:
                 seen.add((graph, g))
                 out.append(g)
