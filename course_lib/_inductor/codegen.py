@@ -134,7 +134,7 @@ def _values_body(group: FusionGroup, names: dict[int, str], outs: dict[int, str]
         expr = _expr(v, local, local_dtype, fast)
         if fast and v.op in ("sin", "cos") and _compute_dtype(v) == np.float32:
             n_trig += 1
-            body.append(f"        big = big | (abs({local[id(v.args[0])]}) >= TRIG_LIMIT)")
+            body.append(f"        big = big | np.int32(abs({local[id(v.args[0])]}) >= TRIG_LIMIT)")
         name = f"t{k}"
         body.append(f"        {name} = {expr}")
         local[id(v)], local_dtype[id(v)] = name, v.dtype
@@ -358,16 +358,17 @@ def kernel_source(group: FusionGroup) -> tuple[str, str]:
     if not n_trig:
         lines += [f"    for i in {loop}({n}):", *body, *fast_body]
     elif not parallel:   # one loop that notes whether any sin/cos argument was too large
-        lines += ["    big = False", f"    for i in range({n}):", *body, *fast_body]
-    else:   # blocks, each noting its too-large sin/cos arguments in a local (a vectorisable reduction)
+        lines += ["    big = np.int32(0)", f"    for i in range({n}):", *body, *fast_body]
+    else:   # blocks, each noting its too-large sin/cos arguments in a local (an int32 OR: a vectorisable
+        # reduction; a bool one keeps LLVM from vectorising the loop)
         nblocks = -(-n // BLOCK)
-        lines += [f"    nbig = np.zeros({nblocks}, np.bool_)",
+        lines += [f"    nbig = np.zeros({nblocks}, np.int32)",
                   f"    for b in prange({nblocks}):",
-                  "        big = False",
+                  "        big = np.int32(0)",
                   f"        for i in range(b * {BLOCK}, min(b * {BLOCK} + {BLOCK}, {n})):",
                   *["    " + x for x in body + fast_body],
                   "        nbig[b] = big"]
-        lines.append("    big = nbig.any()")
+        lines.append("    big = nbig.max()")
     if n_trig:
         slow_body, _ = _values_body(group, names, outs, fast=False)
         lines += ["    if big:  # sin/cos arguments beyond TRIG_LIMIT: again with the C library's",
