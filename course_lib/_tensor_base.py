@@ -214,9 +214,25 @@ class TensorBase:
 
     def is_contiguous(self, memory_format=None) -> bool:
         """PyTorch's rule (``c10/core/Contiguity.h``): empty tensors are contiguous; dims of
-        size 1 are skipped; every other stride must equal the product of the sizes after it."""
-        expected = 1
+        size 1 are skipped; every other stride must equal the product of the sizes after it.
+
+        ``memory_format="channels_last"`` (4-d) / ``"channels_last_3d"`` (5-d): the same rule with the
+        channels innermost (dims in the order N, (D,) H, W, C); tensors of another rank are not.
+        """
         shape, stride = self._shape, self._stride
+        if memory_format == "channels_last" or memory_format == "channels_last_3d":
+            rank = 4 if memory_format == "channels_last" else 5
+            if len(shape) != rank:
+                return False
+            expected = 1
+            for d in (1,) + tuple(range(rank - 1, 1, -1)) + (0,):  # C, W, H, (D,) N: innermost first
+                s = shape[d]
+                if s != 1:
+                    if stride[d] != expected:
+                        return False
+                    expected *= s
+            return True
+        expected = 1
         for s in shape:
             if s == 0:
                 return True
@@ -228,6 +244,20 @@ class TensorBase:
                 return False
             expected *= s
         return True
+
+    def _suggest_memory_format(self) -> str:
+        """PyTorch's ``suggest_memory_format``: ``channels_last(_3d)`` when the strides order a 4-d (5-d)
+        tensor's dims as N, (D,) H, W, C (ambiguous layouts count as contiguous), else ``contiguous_format``."""
+        shape, stride = self._shape, self._stride
+        rank = len(shape)
+        if rank not in (4, 5) or stride[1] == 0:
+            return "contiguous_format"
+        lo = 0
+        for d in (1,) + tuple(range(rank - 1, 1, -1)) + (0,):
+            if shape[d] == 0 or stride[d] < lo or (d == 0 and lo == stride[1]):
+                return "contiguous_format"
+            lo = stride[d] * shape[d] if shape[d] > 1 else stride[d]
+        return "channels_last" if rank == 4 else "channels_last_3d"
 
     def untyped_storage(self):
         """The bytes behind this tensor (shared with every view of it)."""

@@ -20,13 +20,32 @@ def _dispatch(name, *args):
     return dispatch(OPS[name], args)
 
 
+def _layout_like(self, dtype, device, memory_format, fname: str):
+    """An uninitialised tensor shaped like ``self`` laid out as ``memory_format`` asks (``empty_like``'s rule)."""
+    from .._creation import _empty_like_layout
+    return _empty_like_layout(self, dtype, device, memory_format, fname)
+
+
+def _copy_into(out, self):
+    np.copyto(out._np(), self._np(), casting="unsafe")
+    return out
+
+
+_CHANNELS_LAST = ("channels_last", "channels_last_3d")
+
+
 def _clone_meta(self, memory_format="preserve_format"):
+    if memory_format in _CHANNELS_LAST:
+        return _layout_like(self, self.dtype, "meta", memory_format, "clone")
     return empty_meta(self._shape, self.dtype)
 
 
 @register("clone(Tensor self, *, MemoryFormat? memory_format=preserve_format) -> Tensor", meta=_clone_meta, kind="copy")
 def clone(self, memory_format="preserve_format"):
-    """A copy with its own storage; a dense tensor keeps its stride order (preserve_format)."""
+    """A copy with its own storage; a dense tensor keeps its stride order (preserve_format), channels_last
+    (4-d) and channels_last_3d (5-d) lay the channels innermost."""
+    if memory_format in _CHANNELS_LAST:
+        return _copy_into(_layout_like(self, self.dtype, self._storage.device, memory_format, "clone"), self)
     a = self._np()
     if memory_format == "contiguous_format" or a.flags.c_contiguous:
         return wrap(parallel_copy(a), self.dtype)
@@ -44,27 +63,33 @@ def clone(self, memory_format="preserve_format"):
 @register("contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)",
           variants=("method",), kind="composite")
 def contiguous(self, memory_format="contiguous_format"):
-    """``self`` if already contiguous, else a contiguous copy."""
-    if self.is_contiguous():
+    """``self`` if already contiguous in ``memory_format``, else a copy laid out that way."""
+    if memory_format == "preserve_format":
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    if self.is_contiguous(memory_format=memory_format):
         return self
-    return _dispatch("clone", self, "contiguous_format")
+    return _dispatch("clone", self, memory_format)
 
 
-def _to_copy_meta(self, dtype=None, device=None):
-    return empty_meta(self._shape, dtype or self.dtype) if device in (None, "meta") else _to_copy(self, dtype, device)
+def _to_copy_meta(self, dtype=None, device=None, memory_format=None):
+    if device not in (None, "meta"):
+        return _to_copy(self, dtype, device, memory_format)
+    return _layout_like(self, dtype or self.dtype, "meta", memory_format, "to")
 
 
-@register("_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor", variants=(),
-          meta=_to_copy_meta, kind="copy")
-def _to_copy(self, dtype=None, device=None):
-    """A copy converted to ``dtype`` and/or moved to ``device``."""
+@register("_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None, MemoryFormat? memory_format=None) "
+          "-> Tensor", variants=(), meta=_to_copy_meta, kind="copy")
+def _to_copy(self, dtype=None, device=None, memory_format=None):
+    """A copy converted to ``dtype`` and/or moved to ``device``, laid out as ``memory_format`` asks
+    (None: preserve, as ``empty_like``)."""
     dt = dtype or self.dtype
     if device == "meta":
-        return empty_meta(self._shape, dt)
+        return _to_copy_meta(self, dtype, device, memory_format)
     if self._storage.data is None:
         raise NotImplementedError("Cannot copy out of meta tensor; no data!")
-    return wrap(self._np().astype(dt.np, copy=True), dt)
-
+    if memory_format in (None, "preserve_format") and self.is_contiguous():
+        return wrap(self._np().astype(dt.np, copy=True), dt)
+    return _copy_into(_layout_like(self, dt, device or self._storage.device, memory_format, "to"), self)
 
 
 def _copy_meta(self, src, non_blocking=False):

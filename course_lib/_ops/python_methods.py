@@ -212,8 +212,10 @@ class PythonMethods:
         dtype = kwargs.pop("dtype", None)
         dev = kwargs.pop("device", None)
         copy = kwargs.pop("copy", False)
-        kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
+        kwargs.pop("non_blocking", None)  # a no-op on CPU, as in PyTorch
+        memory_format = kwargs.pop("memory_format", None)
+        if memory_format == "preserve_format":
+            memory_format = None
         if kwargs:
             raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
         if isinstance(dev, str):
@@ -230,9 +232,11 @@ class PythonMethods:
             elif isinstance(a, bool):
                 copy = copy or a
         same_dev = dev is None or dev == self._storage.device
-        if (dtype is None or dtype is self.dtype) and same_dev and not copy:
+        if ((dtype is None or dtype is self.dtype) and same_dev and not copy
+                and (memory_format is None or memory_format == self._suggest_memory_format())):
             return self
-        return dispatch(OPS["_to_copy"], (self, dtype, None if same_dev else dev))
+        args = (self, dtype, None if same_dev else dev)
+        return dispatch(OPS["_to_copy"], args if memory_format is None else args + (memory_format,))
 
     def cuda(self, device=None, non_blocking=False):
         raise AssertionError("Torch not compiled with CUDA enabled")
@@ -240,41 +244,41 @@ class PythonMethods:
     def type_as(self, other):
         return self.to(other.dtype)
 
-    def float(self, memory_format=None):
-        """``self.to(course_lib.float32)``"""
-        return self.to(_dtype.float32)
+    def float(self, *, memory_format="preserve_format"):
+        """``self.to(course_lib.float32, memory_format=memory_format)``"""
+        return self.to(_dtype.float32, memory_format=memory_format)
 
-    def double(self, memory_format=None):
-        """``self.to(course_lib.float64)``"""
-        return self.to(_dtype.float64)
+    def double(self, *, memory_format="preserve_format"):
+        """``self.to(course_lib.float64, memory_format=memory_format)``"""
+        return self.to(_dtype.float64, memory_format=memory_format)
 
-    def half(self, memory_format=None):
-        """``self.to(course_lib.float16)``"""
-        return self.to(_dtype.float16)
+    def half(self, *, memory_format="preserve_format"):
+        """``self.to(course_lib.float16, memory_format=memory_format)``"""
+        return self.to(_dtype.float16, memory_format=memory_format)
 
-    def long(self, memory_format=None):
-        """``self.to(course_lib.int64)``"""
-        return self.to(_dtype.int64)
+    def long(self, *, memory_format="preserve_format"):
+        """``self.to(course_lib.int64, memory_format=memory_format)``"""
+        return self.to(_dtype.int64, memory_format=memory_format)
 
-    def int(self, memory_format=None):
-        """``self.to(course_lib.int32)``"""
-        return self.to(_dtype.int32)
+    def int(self, *, memory_format="preserve_format"):
+        """``self.to(course_lib.int32, memory_format=memory_format)``"""
+        return self.to(_dtype.int32, memory_format=memory_format)
 
-    def short(self, memory_format=None):
-        """``self.to(course_lib.int16)``"""
-        return self.to(_dtype.int16)
+    def short(self, *, memory_format="preserve_format"):
+        """``self.to(course_lib.int16, memory_format=memory_format)``"""
+        return self.to(_dtype.int16, memory_format=memory_format)
 
-    def char(self, memory_format=None):
-        """``self.to(course_lib.int8)``"""
-        return self.to(_dtype.int8)
+    def char(self, *, memory_format="preserve_format"):
+        """``self.to(course_lib.int8, memory_format=memory_format)``"""
+        return self.to(_dtype.int8, memory_format=memory_format)
 
-    def byte(self, memory_format=None):
-        """``self.to(course_lib.uint8)``"""
-        return self.to(_dtype.uint8)
+    def byte(self, *, memory_format="preserve_format"):
+        """``self.to(course_lib.uint8, memory_format=memory_format)``"""
+        return self.to(_dtype.uint8, memory_format=memory_format)
 
-    def bool(self, memory_format=None):
-        """``self.to(course_lib.bool)``"""
-        return self.to(_dtype.bool_)
+    def bool(self, *, memory_format="preserve_format"):
+        """``self.to(course_lib.bool, memory_format=memory_format)``"""
+        return self.to(_dtype.bool_, memory_format=memory_format)
 
     # -- reductions with PyTorch's two signatures (manual_binding in the registry) ----------------
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):

@@ -330,7 +330,7 @@ def clamp(self, min=None, max=None):
 
 
 def clone(self, *, memory_format='preserve_format'):
-    """A copy with its own storage; a dense tensor keeps its stride order (preserve_format).
+    """A copy with its own storage; a dense tensor keeps its stride order (preserve_format), channels_last
 
     Schema: clone(Tensor self, *, MemoryFormat? memory_format=preserve_format) -> Tensor
     """

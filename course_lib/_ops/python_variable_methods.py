@@ -267,14 +267,14 @@ class VariableMethods:
         return _dispatch(_OPS["clamp_"], (self, min, max))
 
     def clone(self, *, memory_format='preserve_format'):
-        """A copy with its own storage; a dense tensor keeps its stride order (preserve_format).
+        """A copy with its own storage; a dense tensor keeps its stride order (preserve_format), channels_last
 
         Schema: clone(Tensor self, *, MemoryFormat? memory_format=preserve_format) -> Tensor
         """
         return _dispatch(_OPS["clone"], (self, memory_format))
 
     def contiguous(self, *, memory_format='contiguous_format'):
-        """``self`` if already contiguous, else a contiguous copy.
+        """``self`` if already contiguous in ``memory_format``, else a copy laid out that way.
 
         Schema: contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a)
         """
