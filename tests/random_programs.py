@@ -437,6 +437,105 @@ class _Generator:
         self.assign(depth, scope, f"HELPER({x})", _proxy(p.shape, p.dtype))
         return True
 
+    def st_inplace(self, depth: int, scope: _Scope) -> bool:
+        """An in-place op on a local (or, now and then, an argument: the caller sees the change)."""
+        local = [n for n in scope.tensors if n.startswith(("v", "acc"))]
+        args = [n for n in scope.tensors if len(n) == 1]
+        pool = args if args and (not local or self.rng.random() < 0.25) else local
+        if not pool:
+            return False
+        x = self.pick(pool)
+        p = scope.tensors[x]
+        fits = [n for n, q in scope.tensors.items() if _broadcast(q, p) == p.shape]
+        forms = [f"{x}.mul_(0.5)", f"{x}.clamp_(min=-1.0)", f"{x}.relu_()", f"{x}.tanh_()",
+                 f"{x}.add_({self.scalar(scope)})"]
+        if fits:
+            forms += [f"{x}.add_({self.pick(fits)})", f"{x}.sub_({self.pick(fits)}.sin())"]
+        self.features.add("inplace")
+        if x in args:
+            self.features.add("inplace_argument")
+        self.emit(depth, self.pick(forms))
+        return True
+
+    def st_no_grad(self, depth: int, scope: _Scope) -> bool:
+        x = self.tensor_var(scope)
+        if x is None:
+            return False
+        p = scope.tensors[x]
+        self.features.add("no_grad_block")
+        self.emit(depth, "with cl.no_grad():")
+        self.assign(depth + 1, scope, self.pick([f"{x} * 2.0", f"{x}.exp()", f"{x} - {x}.mean()"]),
+                    _proxy(p.shape, p.dtype))
+        return True
+
+    def st_detach(self, depth: int, scope: _Scope) -> bool:
+        x = self.tensor_var(scope)
+        if x is None:
+            return False
+        p = scope.tensors[x]
+        self.features.add("detach_clone")
+        form = self.pick(["{x}.detach()", "{x}.clone()", "{x}.contiguous()", "{x}.detach().clone() * 2",
+                          "{x}.detach().requires_grad_()"])
+        self.assign(depth, scope, form.format(x=x), _proxy(p.shape, p.dtype))
+        return True
+
+    def st_join(self, depth: int, scope: _Scope) -> bool:
+        x = self.tensor_var(scope)
+        if x is None:
+            return False
+        p = scope.tensors[x]
+        same = [n for n, q in scope.tensors.items() if q.shape == p.shape]
+        y = self.pick(same)
+        self.features.add("stack_cat")
+        if p.ndim >= 1 and self.rng.random() < 0.5:
+            shape = (p.shape[0] * 2,) + p.shape[1:]
+            self.assign(depth, scope, f"cl.cat([{x}, {y}], dim=0)", _proxy(shape, _promote(p, scope.tensors[y])))
+        else:
+            self.assign(depth, scope, f"cl.stack([{x}, {y}])", _proxy((2,) + p.shape, _promote(p, scope.tensors[y])))
+        return True
+
+    def st_meta_read(self, depth: int, scope: _Scope) -> bool:
+        """Reads of metadata (no value): requires_grad, is_leaf, grad_fn, ndim, dtype, shape."""
+        x = self.tensor_var(scope)
+        if x is None:
+            return False
+        self.features.add("metadata_read")
+        self.emit(depth, self.pick([
+            f'print("{x}", {x}.requires_grad, {x}.is_leaf, {x}.grad_fn is None)',
+            f'print("{x}", {x}.ndim, {x}.dtype, {x}.shape, {x}.numel())',
+            f"LOG.append(({x}.requires_grad, {x}.dtype, tuple({x}.shape)))",
+        ]))
+        return True
+
+    def st_try(self, depth: int, scope: _Scope) -> bool:
+        """An op that raises inside try/except: the program catches it and goes on."""
+        self.features.add("caught_error")
+        self.emit(depth, "try:")
+        if not self.st_error(depth + 1, scope):
+            self.lines.pop()
+            return False
+        self.emit(depth, "except (RuntimeError, IndexError) as e:")
+        self.emit(depth + 1, 'print("caught", type(e).__name__, e)')
+        return True
+
+    def st_state_acc(self, depth: int, scope: _Scope) -> bool:
+        """A tensor kept across calls in an outer object."""
+        x = self.tensor_var(scope)
+        if x is None:
+            return False
+        self.features.add("state_across_calls")
+        self.emit(depth, f"STATE.acc = STATE.acc * 0.5 + {x}.detach().sum()")
+        return True
+
+    def st_inner_backward(self, depth: int, scope: _Scope) -> bool:
+        x = self.tensor_var(scope)
+        if x is None:
+            return False
+        self.features.add("backward_inside")
+        self.emit(depth, f"if {x}.requires_grad:")
+        self.emit(depth + 1, f"({x} * {x}).sum().backward(retain_graph=True)")
+        return True
+
     def st_error(self, depth: int, scope: _Scope) -> bool:
         x = self.tensor_var(scope)
         if x is None:
@@ -470,6 +569,11 @@ class _Generator:
         if depth >= 3:
             return None
         options = ["FLAG", "K > 0.3"]
+        x = self.tensor_var(scope)
+        if x is not None:
+            options += [f"{x}.requires_grad", f"{x}.ndim > 1", f"{x}.numel() > 4"]
+            if scope.tensors[x].ndim:
+                options.append(f"{x}.shape[0] > 2")
         if scope.floats:
             options.append(f"{self.pick(scope.floats)} > 0.0")
         if self.kind == "module":
@@ -531,7 +635,9 @@ class _Generator:
             (6.0, self.st_unary), (4.0, self.st_binary), (2.5, self.st_reduction), (2.5, self.st_view),
             (1.5, self.st_matmul), (1.0, self.st_factory), (1.5, self.st_item), (1.5, self.st_print),
             (1.5, self.st_append), (1.5, self.st_attr), (0.6, self.st_global_tensor),
-            (0.3, self.st_helper), (0.25, self.st_error),
+            (0.3, self.st_helper), (0.25, self.st_error), (0.6, self.st_inplace), (0.4, self.st_no_grad),
+            (0.6, self.st_detach), (0.4, self.st_join), (0.6, self.st_meta_read), (0.2, self.st_try),
+            (0.3, self.st_state_acc), (0.2, self.st_inner_backward),
         ]
         compound = [(2.0, self.st_if_tensor), (0.8, self.st_if_python), (1.2, self.st_loop)]
         for _ in range(count):
@@ -662,7 +768,7 @@ class _Generator:
             "CALLS = 0",
             "LOG = []",
             "LEAVES = []",
-            "STATE = types.SimpleNamespace(n=0, scale=1.0)",
+            "STATE = types.SimpleNamespace(n=0, scale=1.0, acc=cl.tensor(0.0))",
             "GT = cl.tensor(1.5)",
             "",
         ]
@@ -733,7 +839,8 @@ def handmade_program(source: str, args: Sequence[ArgSpec], calls: Sequence[CallS
     header = "\n".join([
         "import types", "import course_lib as cl", "import course_lib.nn as nn",
         "import course_lib.nn.functional as F", "K = 0.5", "FLAG = True", "CALLS = 0", "LOG = []",
-        "LEAVES = []", "STATE = types.SimpleNamespace(n=0, scale=1.0)", "GT = cl.tensor(1.5)", "", "",
+        "LEAVES = []", "STATE = types.SimpleNamespace(n=0, scale=1.0, acc=cl.tensor(0.0))", "GT = cl.tensor(1.5)",
+        "", "",
     ])
     return Program(seed, header + source, kind, tuple(args), tuple(calls), frozenset())
 
@@ -992,17 +1099,20 @@ def check_program(program: Program, compile_fn: Callable[..., Any], backend: Any
                           "side effects")
         if d:
             fail(i, call, d)
+        d = comparer.diff(_snap(args_e), _snap(args_c), "arguments after the call")
+        if d:
+            fail(i, call, d)
         if out_e.kind == "return" and not call.no_grad:
             b_e, b_c = _backward(res_e, call.value_seed), _backward(res_c, call.value_seed)
             if b_e != b_c:
                 fail(i, call, f"backward: eager {b_e!r}, compiled {b_c!r}")
-            grads_e = [t.grad for t in args_e + _leaves(eager_ns, eager_obj)]
-            grads_c = [t.grad for t in args_c + _leaves(comp_ns, comp_base)]
-            comparer.grads = True
-            d = comparer.diff(_snap(grads_e), _snap(grads_c), "grads of inputs and leaves")
-            comparer.grads = False
-            if d:
-                fail(i, call, d)
+        grads_e = [t.grad for t in args_e + _leaves(eager_ns, eager_obj)]
+        grads_c = [t.grad for t in args_c + _leaves(comp_ns, comp_base)]
+        comparer.grads = True
+        d = comparer.diff(_snap(grads_e), _snap(grads_c), "grads of inputs and leaves")
+        comparer.grads = False
+        if d:
+            fail(i, call, d)
         if after_call is not None:
             after_call(i, call)
 
@@ -1046,7 +1156,7 @@ def shrink(program: Program, compile_fn: Callable[..., Any], backend: Any, exact
             check_program(p, compile_fn, backend, exact)
         except Divergence as e:
             first = str(e).split("\n")[1]
-            return re.sub(r"[\d.\[\]]+", "#", first.split(":")[0] + ":" + first.split(":")[1][:20])
+            return re.sub(r"[\d.\[\]]+", "#", first)[:40]
         except Exception:  # noqa: BLE001 - a shrunk program that breaks the harness does not count
             return None
         return None
