@@ -458,7 +458,7 @@ def tensor(data, *, dtype: _dtype.dtype | None = None, device=None, requires_gra
     return _check_requires_grad(t, requires_grad)
 
 
-def _tensor(data, dtype, device):
+def _tensor(data, dtype, device, _caller: str = "torch.tensor", _stacklevel: int = 3):
     """``tensor(data)`` before modes see it: shape inference, dtype inference, recursive store."""
     dtype = _parse_dtype(dtype)
     dev = _parse_device(device)
@@ -469,7 +469,7 @@ def _tensor(data, dtype, device):
         warnings.warn(
             "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
             "or sourceTensor.detach().clone().requires_grad_(True), rather than "
-            "torch.tensor(sourceTensor).", UserWarning, stacklevel=3)
+            f"{_caller}(sourceTensor).", UserWarning, stacklevel=_stacklevel)
         dtype = dtype or data.dtype
         if dev is None:
             dev = data.device.type
@@ -1145,6 +1145,63 @@ for _schema, _kernel in (
     # The Python functions are written here by hand (argument parsing, requires_grad, out=); the kernel
     # reads the device argument, so it is the meta kernel too (PyTorch's BackendSelect picks by device).
     _register(_schema, variants=("function",), kind="factory", manual_binding=True)(_kernel)
+
+
+# ---------------------------------------------------------------------------
+# Tensor.new_zeros, new_ones, new_empty, new_full, new_empty_strided, new_tensor: factories whose dtype and
+# device default to self's.  They are registry ops taking self (aten.new_zeros, ...), so modes see them.
+# ---------------------------------------------------------------------------
+def _new_like_self(fill, fname: str):
+    def kernel(self, size, dtype=None, device=None):
+        _check_sizes(size)
+        return _new(tuple(size), dtype or self.dtype, device or self._storage.device, fill)
+    kernel.__name__ = fname
+    kernel.__doc__ = f"The ``{fname}`` op: ``{fname.split('_')[1]}`` with self's dtype and device by default."
+    return kernel
+
+
+def _new_full_kernel(self, size, fill_value, dtype=None, device=None):
+    """The ``new_full`` op: ``full`` with self's dtype and device by default."""
+    _check_sizes(size)
+    dtype = dtype or self.dtype
+    return _new(tuple(size), dtype, device or self._storage.device, _checked_fill(fill_value, dtype))
+
+
+def _new_empty_strided_kernel(self, size, stride, dtype=None, device=None):
+    """The ``new_empty_strided`` op: ``empty_strided`` with self's dtype and device by default."""
+    return _empty_strided_kernel(size, stride, dtype or self.dtype, device or self._storage.device)
+
+
+for _schema, _kernel in (
+        (f"new_zeros(Tensor self, SymInt[] size, *, {_FACTORY_OPTIONS}) -> Tensor", _new_like_self(0, "new_zeros")),
+        (f"new_ones(Tensor self, SymInt[] size, *, {_FACTORY_OPTIONS}) -> Tensor", _new_like_self(1, "new_ones")),
+        (f"new_empty(Tensor self, SymInt[] size, *, {_FACTORY_OPTIONS}) -> Tensor",
+         _new_like_self(None, "new_empty")),
+        (f"new_full(Tensor self, SymInt[] size, Scalar fill_value, *, {_FACTORY_OPTIONS}) -> Tensor",
+         _new_full_kernel),
+        (f"new_empty_strided(Tensor self, SymInt[] size, SymInt[] stride, *, {_FACTORY_OPTIONS}) -> Tensor",
+         _new_empty_strided_kernel)):
+    _register(_schema, variants=("method",), kind="factory", manual_binding=True)(_kernel)
+
+
+def new_factory(self, fname: str, size: tuple, extra: tuple, dtype, device, requires_grad: bool,
+                pin_memory: bool):
+    """``Tensor.new_zeros(size, ...)`` and friends: check the options, dispatch ``fname``'s op."""
+    dtype, dev = _parse_dtype(dtype, fname), _parse_device(device)
+    _check_pin_memory(pin_memory)
+    op = _OPS[fname]
+    return _check_requires_grad(_dispatch(op, (self, size) + extra + (dtype, dev)), requires_grad)
+
+
+def new_tensor(self, data, dtype=None, device=None, requires_grad: bool = False, pin_memory: bool = False):
+    """``Tensor.new_tensor(data)``: ``tensor(data)`` with self's dtype and device by default."""
+    _check_pin_memory(pin_memory)
+    dtype = _parse_dtype(dtype, "new_tensor") or self.dtype
+    dev = _parse_device(device) or self._storage.device
+    t = _tensor(data, dtype, dev, _caller="tensor.new_tensor", _stacklevel=4)
+    if t._storage.data is not None:
+        t = _dispatch(_OPS["lift_fresh"], (t,))
+    return _check_requires_grad(t, requires_grad)
 
 
 def _lift_fresh(self):

@@ -61,6 +61,8 @@ class Tensor(TensorBase, VariableMethods, PythonMethods):
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
+        if getattr(self._storage, "_capture", None) is not None:
+            self._storage.data  # noqa: B018 - a lazy tensor of graph capture: its graph ends first
         if self.grad_fn is not None:
             if not value:
                 raise RuntimeError(
@@ -243,35 +245,56 @@ class Tensor(TensorBase, VariableMethods, PythonMethods):
             return f"torch.{self.dtype._tensor_name}Tensor"
         return self.to(dtype)
 
-    def new_tensor(self, data, dtype=None, requires_grad=False):
-        from ._creation import tensor
-        return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+        """A new tensor holding a copy of ``data``, with self's dtype and device unless given."""
+        from ._creation import new_tensor
+        return new_tensor(self, data, dtype, device, requires_grad, pin_memory)
 
     @staticmethod
-    def _new_size(size) -> tuple:
-        if len(size) == 1 and isinstance(size[0], (tuple, list)):
-            size = tuple(size[0])
-        for s in size:
-            if s < 0:
-                raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
-        return tuple(size)
+    def _new_size(size, fname: str) -> tuple:
+        from ._creation import _parse_size
+        return _parse_size(size, fname)
 
-    def new_zeros(self, *size, dtype=None):
-        from ._creation import zeros
-        return zeros(self._new_size(size), dtype=dtype or self.dtype)
+    @staticmethod
+    def _new_size_seq(size, fname: str) -> tuple:
+        """A size that must be a sequence (``new_full``, ``new_empty_strided``), as PyTorch's parser wants."""
+        from ._creation import _parse_size
+        if not isinstance(size, (tuple, list)):
+            raise TypeError(f"{fname}(): argument 'size' (position 1) must be tuple of ints, not "
+                            f"{type(size).__name__}")
+        return _parse_size((size,), fname)
 
-    def new_ones(self, *size, dtype=None):
-        from ._creation import ones
-        return ones(self._new_size(size), dtype=dtype or self.dtype)
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, pin_memory=False):
+        """Zeros of ``size``, with self's dtype and device unless given (``aten.new_zeros``)."""
+        from ._creation import new_factory
+        return new_factory(self, "new_zeros", self._new_size(size, "new_zeros"), (), dtype, device, requires_grad,
+                           pin_memory)
 
-    def new_empty(self, *size, dtype=None):
-        from ._creation import empty
-        return empty(self._new_size(size), dtype=dtype or self.dtype)
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False, pin_memory=False):
+        """Ones of ``size``, with self's dtype and device unless given (``aten.new_ones``)."""
+        from ._creation import new_factory
+        return new_factory(self, "new_ones", self._new_size(size, "new_ones"), (), dtype, device, requires_grad,
+                           pin_memory)
 
-    def new_full(self, size, fill_value, dtype=None):
-        from ._creation import full
-        return full(size, fill_value, dtype=dtype or self.dtype)
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False, pin_memory=False):
+        """An uninitialised tensor of ``size``, with self's dtype and device unless given (``aten.new_empty``)."""
+        from ._creation import new_factory
+        return new_factory(self, "new_empty", self._new_size(size, "new_empty"), (), dtype, device, requires_grad,
+                           pin_memory)
 
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False,
+                 pin_memory=False):
+        """``fill_value`` everywhere, with self's dtype and device unless given (``aten.new_full``)."""
+        from ._creation import new_factory
+        return new_factory(self, "new_full", self._new_size_seq(size, "new_full"), (fill_value,), dtype, device,
+                           requires_grad, pin_memory)
+
+    def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
+                          pin_memory=False):
+        """An uninitialised tensor of ``size`` and ``stride``, with self's dtype and device unless given."""
+        from ._creation import new_factory
+        return new_factory(self, "new_empty_strided", self._new_size_seq(size, "new_empty_strided"),
+                           (tuple(stride),), dtype, device, requires_grad, pin_memory)
 
     def detach_(self) -> "Tensor":
         """Detach in place: ``self`` becomes a leaf without history."""
