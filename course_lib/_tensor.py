@@ -296,6 +296,26 @@ class Tensor(TensorBase, VariableMethods, PythonMethods):
         return new_factory(self, "new_empty_strided", self._new_size_seq(size, "new_empty_strided"),
                            (tuple(stride),), dtype, device, requires_grad, pin_memory)
 
+    def pin_memory(self, device=None) -> "Tensor":
+        """Refused: pinned memory is for copies to an accelerator, and course_lib (like PyTorch built for the
+        CPU only) has none.  PyTorch's errors and its deprecation warning for ``device``."""
+        if device is not None:
+            warnings.warn("The argument 'device' of Tensor.pin_memory() is deprecated. Please do not pass this "
+                          "argument.", DeprecationWarning, stacklevel=2)
+        if self.is_meta:
+            raise RuntimeError(f"cannot pin 'Meta{self.dtype._tensor_name}Type' only dense CPU tensors can be "
+                               "pinned")
+        if device is not None and str(device) == "cpu":
+            raise RuntimeError("CPU device type not an accelerator.")
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+
+    def is_pinned(self, device=None) -> bool:
+        """Always False: course_lib never pins memory (see ``pin_memory``)."""
+        if device is not None:
+            warnings.warn("The argument 'device' of Tensor.is_pinned() is deprecated. Please do not pass this "
+                          "argument.", DeprecationWarning, stacklevel=2)
+        return False
+
     def detach_(self) -> "Tensor":
         """Detach in place: ``self`` becomes a leaf without history."""
         if self._base is not None and self.grad_fn is not None:

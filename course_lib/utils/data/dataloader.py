@@ -134,7 +134,8 @@ class DataLoader:
       lists of indices.
     - ``num_workers`` (0): worker processes; 0 loads in the main process.
     - ``collate_fn``: merges samples (default ``default_collate``).
-    - ``pin_memory``: accepted; a no-op without a GPU (one note is printed).
+    - ``pin_memory``: accepted; a no-op without a GPU (one note is printed).  ``pin_memory_device``
+      is ignored with PyTorch's deprecation warning (it pins to the current accelerator, and there is none).
     - ``drop_last``: drop the last incomplete batch.
     - ``timeout`` (0): seconds to wait for a batch from the workers before a
       ``RuntimeError``; 0 waits forever.
@@ -335,6 +336,9 @@ class _BaseDataLoaderIter:
         self._drop_last = loader.drop_last
         self._index_sampler = loader._index_sampler
         self._num_workers = loader.num_workers
+        if loader.pin_memory and loader.pin_memory_device:
+            warnings.warn("pin_memory_device is deprecated, the current accelerator will be used as the device,"
+                          f"ignore pin_memory_device='{loader.pin_memory_device}'.", stacklevel=2)
         if loader.pin_memory:
             _utils.pin_memory.note_once()
         self._timeout = loader.timeout
