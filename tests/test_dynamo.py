@@ -303,6 +303,65 @@ def test_a_view_of_a_tensor_from_an_earlier_graph_keeps_that_tensors_values():
         assert _same(u.detach(), v.detach()) and v.grad_fn is not None
 
 
+def test_an_in_place_op_on_a_graph_value_that_requires_grad_is_not_a_leaf_error():
+    """Regression: the meta check of an in-place op on a lazy tensor must not see a leaf."""
+    t0 = cl.tensor(1.08, requires_grad=True)
+
+    def f(a):
+        v5 = cl.abs(t0)
+        v5.sub_(a.sin())
+        return v5 * 2
+
+    a = cl.tensor(0.3)
+    r1, r2 = f(a), cl.compile(f, backend="eager")(a)
+    assert _same(r1.detach(), r2.detach()) and r2.grad_fn is not None
+
+
+def test_requires_grad_set_on_a_graph_value_makes_a_leaf():
+    """Regression: requires_grad_() on a lazy tensor ends the graph first, and the flag stays set."""
+    def f(a):
+        acc = a * 1.0
+        v = acc.detach().requires_grad_()
+        return v, v * 2
+
+    a = cl.randn(3)
+    for fn in (f, cl.compile(f, backend="eager")):
+        v, w = fn(a)
+        assert v.requires_grad and v.is_leaf and w.grad_fn is not None
+        w.sum().backward()
+        assert _same(v.grad, cl.full((3,), 2.0))
+
+
+def test_a_view_after_a_no_grad_block_gets_its_grad_fn():
+    """Regression: a real view recorded after grad mode changed belongs to a graph run with grad on."""
+    t0 = cl.tensor(-0.13, dtype=cl.float64, requires_grad=True)
+
+    def f(c):
+        v3 = c + t0
+        with cl.no_grad():
+            v5 = v3.exp()
+        return v3.reshape(-1), v5
+
+    c = cl.randn(2, 2, dtype=cl.float64)
+    for fn in (f, cl.compile(f, backend="eager")):
+        v6, v5 = fn(c)
+        assert v6.requires_grad and not v6.is_leaf and type(v6.grad_fn).__name__ == "ViewBackward0"
+        assert not v5.requires_grad
+
+
+def test_an_in_place_op_after_a_break_on_a_value_autograd_saved_is_caught_at_backward():
+    def f(a):
+        v1 = a.exp()
+        v3 = v1.clamp(min=0.0, max=1.21)
+        v3.tolist()
+        v1.add_(2.0)
+        return v3
+
+    for fn in (f, cl.compile(f, backend="eager")):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            fn(cl.randn(3, requires_grad=True)).sum().backward()
+
+
 @pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
 def test_autograd_through_several_graphs(backend):
     if backend == "inductor":

@@ -279,6 +279,8 @@ _RANDOM_OPS = frozenset({
     "native_dropout", "poisson",
 })
 
+_SPECIAL_OPS = _EAGER_OPS | _RANDOM_OPS
+
 _OPERATORS = {
     "__add__": ("add", operator.add, 2), "__sub__": ("sub", operator.sub, 2), "__mul__": ("mul", operator.mul, 2),
     "__truediv__": ("div", operator.truediv, 2), "__floordiv__": ("floor_divide", operator.floordiv, 2),
@@ -504,19 +506,20 @@ class Capture(TorchDispatchMode):
         if self.disabled or self.breaking:
             return func(*args)
         name = func.name
-        if name in _EAGER_OPS or name in _RANDOM_OPS:
+        if name in _SPECIAL_OPS:
             return self._eager(func, args, f"{name} depends on the values of its inputs"
                                if name in _EAGER_OPS else f"random op {name} runs eagerly")
         if func.is_inplace:
             return self._inplace(func, args)
+        real_view = False
         if func.is_view and not self._any_lazy(args):
             a = args[0]
-            if grad_state.enabled and a._requires_grad and name != "detach":
-                return self._op(func, args, True)   # data now, autograd node with the graph (see _view)
-            return func(*args)     # a view of a real tensor: cheap, and it aliases exactly
+            if not (grad_state.enabled and a._requires_grad and name != "detach"):
+                return func(*args)     # a view of a real tensor: cheap, and it aliases exactly
+            real_view = True           # data now, autograd node with the graph (see _view)
         if self.n_nodes and grad_state.enabled is not self._seg_grad:
             self.graph_break(("grad mode changed", _user_stack()), None)
-        return self._op(func, args)
+        return self._op(func, args, real_view)
 
     def _grad(self) -> bool:
         g = self._seg_grad
@@ -542,8 +545,15 @@ class Capture(TorchDispatchMode):
             functional = func.functional
             st = self_._storage
             alone = self._alone(self_)
-            if functional is not None and alone and st._root == self_.__dict__["_dynamo_node"]:
-                self._meta_run(func, args)       # eager's errors for the in-place form
+            # autograd involved: run it eagerly, so the version counter catches a saved value it overwrites
+            grads = grad_state.enabled and (self_._requires_grad or self._requires_grad(args))
+            if functional is not None and alone and not grads and st._root == self_.__dict__["_dynamo_node"]:
+                prev = grad_state.enabled
+                grad_state.enabled = False       # self_ is never a leaf: only shape and dtype errors remain
+                try:
+                    self._meta_run(func, args)   # eager's errors for the in-place form
+                finally:
+                    grad_state.enabled = prev
                 out = self._op(functional, args)
                 if isinstance(out, TensorBase) and out._shape == self_._shape and out.dtype == self_.dtype \
                         and out._stride == self_._stride and type(out._storage) is _LazyStorage:
@@ -564,6 +574,13 @@ class Capture(TorchDispatchMode):
                                                      and id(self_._storage) in self.in_storages)):
             self.graph_break((f"in-place {func.name} on a graph input", _user_stack()), None)
         return func(*args)
+
+    @staticmethod
+    def _requires_grad(args: tuple) -> bool:
+        for a in args:
+            if isinstance(a, TensorBase) and a._requires_grad:
+                return True
+        return False
 
     def _alone(self, t: TensorBase) -> bool:
         st = t._storage
@@ -601,6 +618,13 @@ class Capture(TorchDispatchMode):
                     if v is not None and v[1]() is a:
                         encs.append(v[0])
                         continue
+                if not self.cache.dynamic:      # a new input: its metadata is part of the key
+                    self.in_ids[id(a)] = len(self.inputs)
+                    self.inputs.append(a)
+                    self.in_storages.add(id(st))
+                    new.append(a)
+                    encs.append(("new", (a._shape, a._stride, a._offset, a.dtype, a._requires_grad, a.__class__)))
+                    continue
             elif not isinstance(a, (list, tuple)):
                 encs.append((a.__class__, a))
                 continue
@@ -627,6 +651,8 @@ class Capture(TorchDispatchMode):
             return self._make(child, args, child.outs)
         self.cursor = child
         outs = child.outs
+        if outs[0] == "one" and not self.cache.dynamic:
+            return self._lazy(outs[1], args)
         if self.cache.dynamic and (outs[0] == "one" or outs[0] == "many"):
             outs = self._meta_outs(func, args)[0]   # sizes are symbolic: this call's shapes
         return self._make(child, args, outs)
@@ -947,10 +973,10 @@ class Capture(TorchDispatchMode):
                     d = t.__dict__
                     d["grad_fn"] = gf
                     d["_output_nr"] = v._output_nr
+                    d["_version_counter"] = v._vc   # an in-place op on t invalidates what autograd saved of v
                     t._requires_grad = True
-                elif t._requires_grad:
-                    t.__dict__.pop("grad_fn", None)
-                    t._requires_grad = v._requires_grad
+                elif t._requires_grad and t.__dict__.get("grad_fn").__class__ is _LazyGradFn:
+                    del t.__dict__["grad_fn"]
 
     def _compile(self, step: _Step, outputs: tuple) -> _End:
         gm = self._build_graph(step, outputs)
