@@ -15,8 +15,10 @@ kernels; it was compared with that version on 2000 random programs of ``_random_
 from __future__ import annotations
 
 import ast
+import contextlib
 import math
 import operator
+import sys
 
 import numpy as np
 
@@ -74,6 +76,8 @@ def _run_program(spec: dict, inputs: list) -> tuple:
             vals.append(_BINARY[op](vals[refs[0]], vals[refs[1]]))
         elif kind == "scalar":
             vals.append(_BINARY[op](vals[refs[0]], refs[1]))
+        elif kind == "stack":   # a list of tensors as an argument: stack([a, b]) (and sum(0) back to the shape)
+            vals.append(cl.stack([vals[r] for r in refs]).sum(0))
         else:
             vals.append(getattr(vals[refs[0]], op)())
     return tuple(vals[i] for i in spec["outputs"])
@@ -112,6 +116,8 @@ def _program_text(spec: dict) -> str:
             lines.append(f"{v} = {names[refs[0]]} {_SYMBOL[op]} {names[refs[1]]}")
         elif kind == "scalar":
             lines.append(f"{v} = {names[refs[0]]} {_SYMBOL[op]} {refs[1]}")
+        elif kind == "stack":
+            lines.append(f"{v} = stack([{', '.join(names[r] for r in refs)}]).sum(0)")
         else:
             lines.append(f"{v} = {names[refs[0]]}.{op}()")
         names.append(v)
@@ -121,25 +127,57 @@ def _program_text(spec: dict) -> str:
 _SYMBOL = {"add": "+", "sub": "-", "mul": "*"}
 
 
+@contextlib.contextmanager
+def _library_code_runs(functions: dict):
+    """Yield a list that records which of `functions` (name -> function) run while active, whoever calls them.
+
+    ``forbid=`` only sees calls made from the learner's own code; this also sees a library method a
+    learner's class inherits or a library mode it enters, which course_lib's dispatcher calls. It
+    chains to the profile function already set (the one ``forbid=`` installs).
+    """
+    codes = {getattr(fn, "__func__", fn).__code__: name for name, fn in functions.items()}
+    seen: list = []
+    outer = sys.getprofile()
+
+    def watch(frame, event, arg):
+        if event == "call":
+            name = codes.get(frame.f_code)
+            if name is not None and name not in seen:
+                seen.append(name)
+        if outer is not None:
+            outer(frame, event, arg)
+
+    sys.setprofile(watch)
+    try:
+        yield seen
+    finally:
+        sys.setprofile(outer)
+
+
 # ------------------------------------------------------------------ 08.1 GraphRecorder
 
 
 def _record_run(GraphRecorder, spec: dict) -> dict:
     """Probe: record the program with the learner's mode; its graph as data, and whether values are eager's."""
     tensors = _program_inputs(spec)
-    rec = GraphRecorder()
-    for name, t in zip(spec["inputs"], tensors):
-        rec.add_input(t, name)
-    with rec:
-        outs = _run_program(spec, tensors)
-    graph = rec.finish(outs)
+    with _library_code_runs(_RECORDER_CODE) as library:
+        rec = GraphRecorder()
+        for name, t in zip(spec["inputs"], tensors):
+            rec.add_input(t, name)
+        with rec:
+            outs = _run_program(spec, tensors)
+        graph = rec.finish(outs)
     eager = _run_program(spec, tensors)
     same = [isinstance(o, cl.Tensor) and bool(np.allclose(o.numpy(), e.numpy(), equal_nan=True))
             for o, e in zip(outs, eager)]
-    return {"nodes": _describe_graph(graph), "values equal eager": same}
+    return {"nodes": _describe_graph(graph), "values equal eager": same,
+            "course_lib recorder code that ran": library}
 
 
 _PTDM = proxy_tensor.ProxyTorchDispatchMode
+# a subclass of the library's mode, or the library's mode entered for the learner's, runs these
+_RECORDER_CODE = {"ProxyTorchDispatchMode.__torch_dispatch__": _PTDM.__torch_dispatch__,
+                  "ProxyTorchDispatchMode.node_of": _PTDM.node_of, "ProxyTorchDispatchMode.track": _PTDM.track}
 
 
 @exercise("08.1", title="GraphRecorder", points=2,
@@ -157,12 +195,16 @@ def _graph_recorder(rng):
     reversed_use = {"inputs": ["x", "y", "z"], "steps": [["binary", "mul", [2, 1]], ["unary", "exp", [3]],
                                                           ["binary", "add", [4, 4]]],
                     "outputs": [5, 0], "seed": 2}
-    specs = [toy, reversed_use] + [_random_program(rng, int(rng.integers(1, 4)), int(rng.integers(3, 9)))
+    # stack([x, y]): an op whose argument is a list of tensors (mapped element by element, still a list)
+    listed = {"inputs": ["x", "y"], "steps": [["unary", "exp", [0]], ["stack", "stack", [2, 1]],
+                                               ["binary", "mul", [3, 0]]],
+              "outputs": [4], "seed": 3}
+    specs = [toy, reversed_use, listed] + [_random_program(rng, int(rng.integers(1, 4)), int(rng.integers(3, 9)))
                                    for _ in range(4)]
     out = []
     for spec in specs:
         expected = {"nodes": _describe_graph(_library_recording(spec)),
-                    "values equal eager": [True] * len(spec["outputs"])}
+                    "values equal eager": [True] * len(spec["outputs"]), "course_lib recorder code that ran": []}
         out.append(probe(_record_run, spec, expected=expected,
                          label=f"record: def f({', '.join(spec['inputs'])}): {_program_text(spec)}"))
     return out
@@ -222,6 +264,7 @@ def _tabular(rng):
 # ------------------------------------------------------------------ 08.3 eliminate_dead_code
 _DCE_PURE = ("add", "mul", "exp", "neg", "sum", "abs")
 _DCE_INPLACE = ("add_", "mul_")
+_DCE_RANDOM = ("rand_like", "randn_like", "bernoulli")
 
 
 def _random_dce_graph(rng) -> dict:
@@ -235,6 +278,8 @@ def _random_dce_graph(rng) -> dict:
             nodes.append(["print", [a]])
         elif roll < 0.27:
             nodes.append([_DCE_INPLACE[int(rng.integers(0, 2))], [a, b]])
+        elif roll < 0.37:
+            nodes.append([_DCE_RANDOM[int(rng.integers(0, len(_DCE_RANDOM)))], [a]])
         else:
             op = _DCE_PURE[int(rng.integers(0, len(_DCE_PURE)))]
             nodes.append([op, [a, b] if op in ("add", "mul") else [a]])
@@ -260,8 +305,14 @@ def _remaining(graph) -> list:
 def _dce_run(eliminate_dead_code, spec: dict) -> dict:
     """Probe: run the learner's DCE on the spec's graph; what is left (names, user counts) and the count."""
     graph = _build_dce_graph(spec)
-    removed = eliminate_dead_code(graph)
-    return {"left (name, users)": _remaining(graph), "returned": removed}
+    with _library_code_runs(_DCE_CODE) as library:
+        removed = eliminate_dead_code(graph)
+    return {"left (name, users)": _remaining(graph), "returned": removed, "course_lib DCE code that ran": library}
+
+
+# course_lib functions that call these (a partitioner's graph extraction, constant folding) do the exercise
+_DCE_CODE = {"Graph.eliminate_dead_code": fx.Graph.eliminate_dead_code, "Node.is_impure": fx.Node.is_impure,
+             "dead_code_elimination": dce.dead_code_elimination}
 
 
 def _dce_text(spec: dict) -> str:
@@ -284,13 +335,18 @@ def _eliminate_dead_code(rng):
     effects = {"inputs": ["x", "y", "z"], "nodes": [["mul", [0, 1]], ["add_", [3, 1]], ["print", [3]],
                                                    ["exp", [0]], ["sum", [6]]],
                "outputs": [3]}
-    specs = [chain, effects] + [_random_dce_graph(rng) for _ in range(6)]
+    # random ops advance the generator: an unused rand_like stays, and so does what it reads
+    random = {"inputs": ["x"], "nodes": [["exp", [0]], ["rand_like", [1]], ["neg", [0]], ["bernoulli", [3]],
+                                        ["abs", [0]]],
+              "outputs": [5]}
+    specs = [chain, effects, random] + [_random_dce_graph(rng) for _ in range(6)]
     out = []
     for spec in specs:
         graph = _build_dce_graph(spec)
         before = len(graph.nodes)
         graph.eliminate_dead_code()
-        expected = {"left (name, users)": _remaining(graph), "returned": before - len(graph.nodes)}
+        expected = {"left (name, users)": _remaining(graph), "returned": before - len(graph.nodes),
+                    "course_lib DCE code that ran": []}
         out.append(probe(_dce_run, spec, expected=expected, label=f"eliminate_dead_code: {_dce_text(spec)}"))
     return out
 
@@ -356,6 +412,15 @@ def _split_at_breaks(rng):
         call(positive, ["lt"], label="split_at_breaks(toy_example where b.sum() >= 0, ['lt'])",
              expected=[graph1, {"inputs": ["x", "l_b_"], "ops": positive["ops"][5:], "outputs": ["mul"]}]),
     ]
+    # two breaks; exp is computed by graph 1 and read only by graph 3, so graph 1 returns it too
+    skip = {"inputs": ["a", "b"], "output": "out",
+            "ops": [["exp", "exp", ["a"]], ["sum_1", "sum", ["a"]], ["lt", "lt", ["sum_1", 0]],
+                    ["mul", "mul", ["b", "b"]], ["sum_2", "sum", ["mul"]], ["lt_1", "lt", ["sum_2", 0]],
+                    ["out", "mul", ["exp", "mul"]]]}
+    out.append(call(skip, ["lt", "lt_1"], expected=[
+        {"inputs": ["a"], "ops": skip["ops"][:3], "outputs": ["lt", "exp"]},
+        {"inputs": ["b"], "ops": skip["ops"][3:6], "outputs": ["lt_1", "mul"]},
+        {"inputs": ["exp", "mul"], "ops": skip["ops"][6:], "outputs": ["out"]}]))
     for _ in range(5):
         program, breaks = _random_break_program(rng)
         out.append(call(program, breaks, expected=_split_reference(program, breaks)))
@@ -366,10 +431,14 @@ def _split_at_breaks(rng):
 
 
 def _make_arg(spec):
+    """A constant, or a tensor ["tensor", shape, dtype, requires_grad, device] (a 6th item "parameter": an
+    nn.Parameter, still a "Tensor" for the type guard)."""
     if spec[0] == "const":
         return spec[1]
-    _, shape, dtype, requires_grad, device = spec
+    _, shape, dtype, requires_grad, device = spec[:5]
     t = cl.zeros(tuple(shape), dtype=getattr(cl, dtype), device=device)
+    if spec[5:] == ["parameter"]:
+        return cl.nn.Parameter(t, requires_grad=requires_grad)
     return t.requires_grad_() if requires_grad else t
 
 
@@ -390,7 +459,7 @@ def _spec_guards(args_spec: list, grad_mode: bool) -> list:
         if s[0] == "const":
             guards += [("type", i, type(s[1]).__name__), ("value", i, s[1])]
         else:
-            _, shape, dtype, requires_grad, device = s
+            _, shape, dtype, requires_grad, device = s[:5]
             guards += [("type", i, "Tensor"), ("dtype", i, dtype), ("device", i, device), ("shape", i, tuple(shape)),
                        ("requires_grad", i, requires_grad)]
     return guards
@@ -406,7 +475,7 @@ def _spec_failure(guards: list, v_args: list, v_grad: bool):
             if s[0] == "const":
                 actual = {"type": type(s[1]).__name__, "value": s[1]}[kind]
             else:
-                _, shape, dtype, requires_grad, device = s
+                _, shape, dtype, requires_grad, device = s[:5]
                 actual = {"type": "Tensor", "dtype": dtype, "device": device, "shape": tuple(shape),
                           "requires_grad": requires_grad}[kind]
         if actual != expected:
@@ -476,7 +545,11 @@ def _guards(rng):
                       ([["tensor", [10], "float32", True, "cpu"], ["const", 2.0]], True),
                       ([["tensor", [10], "float32", False, "meta"], ["const", 2.0]], True),
                       ([["const", 1.0], ["tensor", [10], "float32", False, "cpu"]], True)]
-    cases = [(fixed, True, fixed_variants)]
+    # an nn.Parameter is a Tensor too: a plain tensor like it passes every guard
+    param = [["tensor", [3, 2], "float32", True, "cpu", "parameter"], ["const", "mean"]]
+    param_variants = [(param, True), ([["tensor", [3, 2], "float32", True, "cpu"], ["const", "mean"]], True),
+                      ([["tensor", [3, 2], "float32", False, "cpu", "parameter"], ["const", "mean"]], True)]
+    cases = [(fixed, True, fixed_variants), (param, True, param_variants)]
     for _ in range(4):
         args_spec = [_tensor_spec(rng) if rng.random() < 0.6 else _const_spec(rng)
                      for _ in range(int(rng.integers(1, 4)))]
@@ -497,10 +570,11 @@ def _args_text(args_spec: list) -> str:
         if s[0] == "const":
             parts.append(repr(s[1]))
         else:
-            _, shape, dtype, requires_grad, device = s
+            _, shape, dtype, requires_grad, device = s[:5]
             extra = ((", requires_grad=True" if requires_grad else "")
                      + (f", device={device!r}" if device != "cpu" else ""))
-            parts.append(f"zeros({tuple(shape)}, dtype={dtype}{extra})")
+            text = f"zeros({tuple(shape)}, dtype={dtype}{extra})"
+            parts.append(f"Parameter({text})" if s[5:] == ["parameter"] else text)
     return "[" + ", ".join(parts) + "]"
 
 
@@ -574,6 +648,13 @@ def _min_cut_saved(rng):
               {"name": "g", "users": [], "weight": None, "banned": False, "backward": True}]
     out = [call(shared, expected=["x"], label="min_cut_saved(x -> y1, y2 -> z -> backward; weights 100, 120, 120, "
                                               "150)")]
+    # six inputs the backward reads, named against the alphabet: graph order is not sorted order
+    names = ["f", "e", "d", "c", "b", "a"]
+    many = [{"name": v, "users": [f"g_{v}"], "weight": 10 + k, "banned": True, "backward": False}
+            for k, v in enumerate(names)]
+    many += [{"name": "t", "users": [f"g_{v}" for v in names], "weight": None, "banned": False, "backward": True}]
+    many += [{"name": f"g_{v}", "users": [], "weight": None, "banned": False, "backward": True} for v in names]
+    out.append(call(many, expected=names, label="min_cut_saved(inputs f, e, d, c, b, a, each read by the backward)"))
     for text, fn, n_args, literal in cases:
         args = [cl.randn(64, 32, requires_grad=True) for _ in range(n_args)]
         nodes, saved = _joint_nodes(fn, args)
@@ -666,7 +747,16 @@ def _fusion_groups(rng):
               {"name": "amax", "kind": "reduction", "inputs": ["x"], "shape": (4,)},
               {"name": "exp", "kind": "pointwise", "inputs": ["amax"], "shape": (4,)},
               {"name": "mul", "kind": "pointwise", "inputs": ["neg"], "shape": big}]
-    programs = [across, hoist, shapes] + [_random_fusion_program(rng) for _ in range(5)]
+    # mm reads the open group through its second input, so it closes the group; sum reads a value of a
+    # group already closed, so it is hoisted before the open one
+    second = [{"name": "x", "kind": "input", "inputs": [], "shape": big},
+              {"name": "w", "kind": "input", "inputs": [], "shape": (8, 8)},
+              {"name": "abs", "kind": "pointwise", "inputs": ["x"], "shape": big},
+              {"name": "mm", "kind": "extern", "inputs": ["w", "abs"], "shape": big},
+              {"name": "relu", "kind": "pointwise", "inputs": ["mm"], "shape": big},
+              {"name": "sum", "kind": "reduction", "inputs": ["abs"], "shape": (4,)},
+              {"name": "mul", "kind": "pointwise", "inputs": ["relu", "mm"], "shape": big}]
+    programs = [across, hoist, shapes, second] + [_random_fusion_program(rng) for _ in range(5)]
     return [call(nodes, expected=_schedule_reference(nodes),
                  label=f"fusion_groups({[(n['name'], n['kind'], n['inputs'], n['shape']) for n in nodes]})")
             for nodes in programs]
@@ -717,12 +807,37 @@ def _kernel_run(kernel_source, spec: dict) -> dict:
     stores = sorted({node.value.id for node in ast.walk(tree)
                      if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)
                      and isinstance(node.value, ast.Name)})
-    has_loop = any(isinstance(node, ast.For) for node in ast.walk(tree))
+    loop = (_loop_shape(fn_defs[0]) if len(tree.body) == 1 and fn_defs
+            else "the source is not one function definition")
     namespace = {"math": math}
     exec(compile(source, "<kernel_source>", "exec"), namespace)  # noqa: S102 - the learner's generated code
     outs = [np.full(spec["n"], np.nan) for _ in spec["outputs"]]
     namespace[spec["name"]](*[row.copy() for row in spec["data"]], *outs)
-    return {"parameters": params, "has a for loop": has_loop, "arrays stored into": stores, "outputs": outs}
+    return {"parameters": params, "loop": loop, "arrays stored into": stores, "outputs": outs}
+
+
+_ONE_LOOP = "the body is one loop, for i in range(n), indexing arrays only with [i]"
+
+
+def _loop_shape(fn: ast.FunctionDef) -> str:
+    """_ONE_LOOP if the kernel is one loop over the elements, else what is not."""
+    body = [stmt for stmt in fn.body
+            if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))]   # a docstring
+    if len(body) != 1 or not isinstance(body[0], ast.For):
+        return "the body is not one for loop (statements outside it, or no loop)"
+    loop = body[0]
+    if not (isinstance(loop.target, ast.Name) and isinstance(loop.iter, ast.Call)
+            and isinstance(loop.iter.func, ast.Name) and loop.iter.func.id == "range"):
+        return "the loop is not `for <name> in range(...)`"
+    for node in ast.walk(loop):
+        if node is not loop and isinstance(node, (ast.For, ast.While, ast.comprehension)):
+            return "a second loop (one pass over memory per op is what fusion removes)"
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            return "an import inside the kernel"
+        if isinstance(node, ast.Subscript) and not (isinstance(node.slice, ast.Name)
+                                                    and node.slice.id == loop.target.id):
+            return f"an index other than [{loop.target.id}]: {ast.unparse(node)}"
+    return _ONE_LOOP
 
 
 def _eager_kernel(spec: dict) -> list:
@@ -738,7 +853,7 @@ def _eager_kernel(spec: dict) -> list:
 def _kernel_compare(got, expected):
     if not isinstance(got, dict) or got.keys() != expected.keys():
         return False
-    for key in ("parameters", "has a for loop", "arrays stored into"):
+    for key in ("parameters", "loop", "arrays stored into"):
         if got[key] != expected[key]:
             return f"{key}: expected {expected[key]!r}, got {got[key]!r}"
     outs = got["outputs"]
@@ -767,7 +882,7 @@ def _kernel_source(rng):
     out = []
     for spec in specs:
         expected = {"parameters": list(spec["inputs"]) + [f"out_{o}" for o in spec["outputs"]],
-                    "has a for loop": True, "arrays stored into": sorted(f"out_{o}" for o in spec["outputs"]),
+                    "loop": _ONE_LOOP, "arrays stored into": sorted(f"out_{o}" for o in spec["outputs"]),
                     "outputs": _eager_kernel(spec)}
         out.append(probe(_kernel_run, spec, expected=expected, compare=_kernel_compare, label=_kernel_text(spec)))
     return out

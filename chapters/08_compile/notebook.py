@@ -140,7 +140,8 @@ dis.dis(toy_example)
 # Python runs a function as **bytecode** for a stack machine: `LOAD_FAST a` pushes the local `a`, `BINARY_OP`
 # pops two values and pushes their sum or quotient, `STORE_FAST x` pops into the local `x`, and
 # `POP_JUMP_IF_FALSE` jumps on the truth of what it pops. (The exact instructions differ between Python versions:
-# 3.11 and later print `BINARY_OP`, 3.10 `BINARY_TRUE_DIVIDE`; yours are above.)
+# 3.11 and later print `BINARY_OP`, 3.10 `BINARY_TRUE_DIVIDE`; 3.11 spells the jump `POP_JUMP_FORWARD_IF_FALSE`;
+# yours are above.)
 #
 # TorchDynamo hooks into CPython's frame evaluation (PEP 523) and, instead of letting CPython run these
 # instructions, **interprets them itself** in Python (`InstructionTranslator` in
@@ -220,8 +221,8 @@ print("the generated code runs:", np.allclose(gm(a, b)[1].numpy(), first_part(a,
 # The check records fresh random programs, calls `add_input` for each input in order, runs the program under
 # your mode and compares your graph, node by node (opcode, name, target, arguments), with the one course_lib's
 # own recorder makes, and the values your mode returned with eager ones. Don't use `make_fx` or
-# `ProxyTorchDispatchMode` (the check forbids `make_fx` and the mode's `__torch_dispatch__`, `node_of` and
-# `track`).
+# `ProxyTorchDispatchMode` (the check forbids `make_fx`, and fails if the mode's `__torch_dispatch__`, `node_of`
+# or `track` runs while your recorder records: subclassing the mode, or entering it for yours, counts too).
 #
 # *Hint:* keep every recorded tensor alive (`self.keep`): if a temporary tensor is freed, Python may give its
 # `id` to a new one, and your dict would map it to the wrong node. Names need no work: `Graph` makes `abs_1`,
@@ -391,7 +392,8 @@ print(gm.code)
 # lose their last user because a later node was removed, and returns how many it removed. Remove a node with
 # `graph.erase_node(node)` (it also takes the node out of its inputs' `users`). The check builds random graphs
 # with dead chains, unused inputs, in-place ops and prints, and compares what is left (names and number of users)
-# with what `Graph.eliminate_dead_code` leaves; don't call it, `Node.is_impure` or `dead_code_elimination`.
+# with what `Graph.eliminate_dead_code` leaves; don't call it, `Node.is_impure` or `dead_code_elimination` (the
+# check fails if they run during your function, also when another course_lib function calls them for you).
 #
 # *Hint:* one walk is enough if it goes **backwards** (`reversed(graph.nodes)`): a node's users all come after
 # it, so by the time you reach it, every dead user is already gone.
@@ -526,7 +528,8 @@ except Exception as e:
 # - a graph's **inputs** are the values it reads and does not compute (inputs of the program, or values earlier
 #   graphs computed), in the order of their first use in its ops;
 # - the **outputs** of every graph but the last: first the break value, then every other value the graph computes
-#   that a later graph reads, in op order. The last graph's output is the program's `output` (`[output]`).
+#   that a later graph reads (the next one or any after it), in op order. The last graph's output is the
+#   program's `output` (`[output]`), which the last graph computes.
 #
 # For the program above: `[{"inputs": ["a", "b"], "ops": <the first five>, "outputs": ["lt", "x"]},
 # {"inputs": ["x", "b"], "ops": [<mul>], "outputs": ["mul"]}]`, Dynamo's graphs 1 and 3.
@@ -991,14 +994,15 @@ check("08.7", fusion_groups)
 # Write `kernel_source(name, inputs, ops, outputs, n)`: the Python source of a function
 #
 # - `def <name>(<inputs...>, out_<output>...)`: the input names in order, then `out_` + each output name in order;
-# - whose body is one loop `for i in range(n):` that computes each op of `ops` (`[value, op, args]`, in order;
-#   an argument is an input name, an earlier value's name, or a number) on element `i`, with the expressions
-#   of `EXPRESSIONS`, and stores each value listed in `outputs` into `out_<value>[i]`;
-# - that writes to no other array.
+# - whose body is one loop `for i in range(n):` (nothing before or after it, no second loop) that computes each
+#   op of `ops` (`[value, op, args]`, in order; an argument is an input name, an earlier value's name, or a
+#   number) on element `i`, with the expressions of `EXPRESSIONS`, and stores each value listed in `outputs`
+#   into `out_<value>[i]`;
+# - that indexes arrays only with `[i]` and writes to no array but the `out_` ones.
 #
 # The check runs your source with `exec(source, {"math": math})` on random inputs (numpy `float64` arrays of `n`
-# elements) and compares the outputs with eager course_lib; it also looks for the loop and for stores into
-# anything but the `out_` arrays.
+# elements) and compares the outputs with eager course_lib; it also reads the source's syntax tree for the one
+# loop, the `[i]` indexing and the arrays it stores into.
 #
 # *Hint:* build a list of lines and `"\n".join` it; give each input a local (`x_i = x[i]`) so that a value read
 # twice is loaded once; write a number with `repr(float(c))`.
@@ -1061,7 +1065,7 @@ except NotImplementedError:
     print("(do exercise 08.8 first)")
 
 # %% [markdown] id="kernel-pytorch"
-# > **In PyTorch:** `torch/_inductor/scheduler.py` decides fusion (`can_fuse`, `score_fusion`: it also fuses
+# > **In PyTorch:** `torch/_inductor/scheduler.py` decides fusion (`can_fuse`, `score_fusion_key`: it also fuses
 # > reductions with the pointwise ops around them and ops that merely share inputs), and
 # > `torch/_inductor/codegen/cpp.py` (CPU) or `codegen/triton.py` (GPU) writes each group's kernel. Set
 # > `TORCH_LOGS=output_code` to see it: on CPU a C++ loop with `#pragma omp parallel for` and vectorised

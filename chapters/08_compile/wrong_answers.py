@@ -10,6 +10,7 @@ import math
 import course_lib as cl
 from course_lib import fx
 from course_lib._ops.registry import OpDef
+from course_lib.fx.experimental.proxy_tensor import ProxyTorchDispatchMode
 from course_lib.utils import TorchDispatchMode
 
 
@@ -87,6 +88,54 @@ class RecorderReturnsNone(_Recorder):
     # records, but forgets to return the result: the program goes on with None
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         super().__torch_dispatch__(func, types, args, kwargs)
+
+
+class RecorderListsAsTuples(_Recorder):
+    # maps a list argument to a tuple: stack([x, y]) is recorded as stack((x, y))
+    def arg(self, a):
+        if isinstance(a, (list, tuple)):
+            return tuple(self.arg(x) for x in a)
+        return super().arg(a)
+
+
+class RecorderSubclassesLibrary(ProxyTorchDispatchMode):
+    # inherits course_lib's __torch_dispatch__ (the dispatcher calls it, not the learner's code)
+    def __init__(self):
+        super().__init__(fx.Graph(), cl.nn.Module())
+
+    def add_input(self, t, name):
+        node = self.graph.placeholder(name)
+        self.tensor_to_node[id(t)] = node
+        self._alive.append(t)
+        return node
+
+    def finish(self, outputs):
+        self.graph.output(tuple(self.tensor_to_node[id(t)] for t in outputs))
+        return self.graph
+
+
+class RecorderEntersLibraryMode(TorchDispatchMode):
+    # `with recorder:` enters course_lib's own recording mode instead of this one
+    def __init__(self):
+        self.graph = fx.Graph()
+        self.library = ProxyTorchDispatchMode(self.graph, cl.nn.Module())
+
+    def add_input(self, t, name):
+        node = self.graph.placeholder(name)
+        self.library.tensor_to_node[id(t)] = node
+        self.library._alive.append(t)
+        return node
+
+    def __enter__(self):
+        self.library.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.library.__exit__(*exc)
+
+    def finish(self, outputs):
+        self.graph.output(tuple(self.library.tensor_to_node[id(t)] for t in outputs))
+        return self.graph
 
 
 
@@ -180,6 +229,34 @@ def dce_drops_print(graph):
     return removed
 
 
+def dce_keeps_random_off(graph):
+    # forgets random ops: an unused rand_like goes, and the generator no longer advances
+    removed = 0
+    for node in reversed(graph.nodes):
+        name = getattr(node.target, "name", "")
+        impure = node.op in ("placeholder", "output") or node.target is print or (
+            name.endswith("_") and not name.endswith("__"))
+        if not node.users and not impure:
+            graph.erase_node(node)
+            removed += 1
+    return removed
+
+
+def dce_from_partitioner(graph):
+    # lets course_lib do it: the partitioner's graph extraction runs Graph.eliminate_dead_code
+    from course_lib._functorch.partitioners import _extract_graph_with_inputs_outputs
+
+    output = next(n for n in graph.nodes if n.op == "output")
+    inputs = [n for n in graph.nodes if n.op == "placeholder"]
+    kept = {n.name for n in _extract_graph_with_inputs_outputs(graph, inputs, list(output.args[0])).nodes}
+    removed = 0
+    for node in reversed(graph.nodes):
+        if node.name not in kept and node.op != "placeholder":
+            graph.erase_node(node)
+            removed += 1
+    return removed
+
+
 def dce_counts_nothing(graph):
     # right graph, wrong return value
     for node in reversed(graph.nodes):
@@ -231,6 +308,16 @@ def split_outputs_in_node_order(program, breaks):
 def split_outputs_everything(program, breaks):
     # every value the graph computes is an output, live or not
     return _split(program, breaks, live=lambda n, later: True)
+
+
+def split_outputs_for_next_graph_only(program, breaks):
+    # a value is returned only if the very next graph reads it, not a graph after that
+    pieces = _pieces(program, breaks)
+    graphs = _split(program, breaks)
+    for j, graph in enumerate(graphs[:-1]):
+        nxt = {a for op in pieces[j + 1] for a in op[2] if isinstance(a, str)}
+        graph["outputs"] = [breaks[j]] + [op[0] for op in pieces[j] if op[0] in nxt and op[0] != breaks[j]]
+    return graphs
 
 
 def split_break_starts_next_graph(program, breaks):
@@ -330,6 +417,22 @@ class GuardsShapesFirst(_Guards):
         return None
 
 
+class GuardsTypeName(_Guards):
+    # the type guard holds type(v).__name__ for tensors too: an nn.Parameter is "Parameter", not "Tensor"
+    def __init__(self, args):
+        super().__init__(args)
+        self.guards = [(k, i, type(args[i]).__name__) if k == "type" else (k, i, e) for k, i, e in self.guards]
+
+    def check(self, args):
+        for kind, i, expected in self.guards:
+            v = None if i is None else args[i]
+            actual = type(v).__name__ if kind == "type" else _value(kind, v)
+            if actual != expected:
+                what = kind if i is None else f"{kind} of argument {i}"
+                return f"{what}: expected {expected!r}, got {actual!r}"
+        return None
+
+
 class GuardsNoDevice(_Guards):
     # no device guard: a meta tensor passes for a cpu one
     kinds_tensor = ("type", "dtype", "shape", "requires_grad")
@@ -393,6 +496,11 @@ def min_cut_no_bans(nodes):
     return [n["name"] for n in nodes if n["name"] + "_in" in reachable and n["name"] + "_out" in non_reachable]
 
 
+def min_cut_sorted(nodes):
+    # the right cut, returned in alphabetical order instead of graph order
+    return sorted(_cut_nodes(nodes, _network(nodes)))
+
+
 def min_cut_sink_side(nodes):
     # reads the cut the wrong way round: the _in vertex on the sink side
     import networkx as nx
@@ -403,7 +511,8 @@ def min_cut_sink_side(nodes):
 
 
 # ------------------------------------------------------------------ 08.7 fusion_groups
-def _schedule(nodes, *, hoist=True, respect_shape=True, fuse_across=False, hoisted_after=False):
+def _schedule(nodes, *, hoist=True, respect_shape=True, fuse_across=False, hoisted_after=False,
+              reads_group=lambda node, group, done: any(name in group for name in node["inputs"])):
     steps, hoisted = [], []
     group, shape = None, None
 
@@ -418,9 +527,11 @@ def _schedule(nodes, *, hoist=True, respect_shape=True, fuse_across=False, hoist
         hoisted.clear()
         group = None
 
+    done: set = set()
     for node in nodes:
         if node["kind"] == "input":
             continue
+        done.add(node["name"])
         if node["kind"] == "pointwise":
             if group is None or (respect_shape and shape != node["shape"]):
                 close()
@@ -428,7 +539,7 @@ def _schedule(nodes, *, hoist=True, respect_shape=True, fuse_across=False, hoist
             group.append(node["name"])
         elif fuse_across and group is not None:
             hoisted.append([node["name"]])   # runs "before" the group it reads: a cycle
-        elif hoist and group is not None and not any(name in group for name in node["inputs"]):
+        elif hoist and group is not None and not reads_group(node, group, done - {node["name"]}):
             hoisted.append([node["name"]])
         else:
             close()
@@ -450,6 +561,16 @@ def fusion_ignores_shape(nodes):
 def fusion_across_reductions(nodes):
     # a reduction that reads the group does not close it: the ops after it join the group before it
     return _schedule(nodes, fuse_across=True)
+
+
+def fusion_first_input_only(nodes):
+    # looks only at the first input: mm(w, abs) does not close the group abs is in
+    return _schedule(nodes, reads_group=lambda node, group, done: node["inputs"][0] in group)
+
+
+def fusion_reads_any_computed(nodes):
+    # closes the group whenever the op reads a computed value, even one of a group already closed
+    return _schedule(nodes, reads_group=lambda node, group, done: any(name in done for name in node["inputs"]))
 
 
 def fusion_hoisted_after(nodes):
@@ -505,14 +626,37 @@ def kernel_without_loop(name, inputs, ops, outputs, n):
     return "\n".join(lines) + "\n"
 
 
+def kernel_numpy_with_dummy_loop(name, inputs, ops, outputs, n):
+    # whole-array numpy, one pass per op, with an empty loop to look like a kernel
+    source = kernel_without_loop(name, inputs, ops, outputs, n)
+    return source.replace("    import numpy as np\n", "    import numpy as np\n    for i in range(1):\n        pass\n")
+
+
+def kernel_loop_per_op(name, inputs, ops, outputs, n):
+    # one loop per op, each building a list: a pass over memory per op, not a fused kernel
+    lines = [f"def {name}({', '.join(list(inputs) + [f'out_{o}' for o in outputs])}):"]
+    for value, op, args in ops:
+        operands = [f"{a}[i]" if isinstance(a, str) else repr(float(a)) for a in args]
+        lines += [f"    {value} = []", f"    for i in range({n}):",
+                  f"        {value}.append({_EXPR[op].format(*operands)})"]
+    lines.append(f"    for i in range({n}):")
+    lines += [f"        out_{o}[i] = {o}[i]" for o in outputs]
+    return "\n".join(lines) + "\n"
+
+
 WRONG = {
-    "08.1": [RecorderDropsConstants, RecorderInputsOnFirstUse, RecorderSingleOutput, RecorderReturnsNone],
+    "08.1": [RecorderDropsConstants, RecorderInputsOnFirstUse, RecorderSingleOutput, RecorderReturnsNone,
+             RecorderListsAsTuples, RecorderSubclassesLibrary, RecorderEntersLibraryMode],
     "08.2": [tabular_no_margin, tabular_trailing_spaces, tabular_one_space, tabular_repr_target],
-    "08.3": [dce_forward_walk, dce_drops_inplace, dce_drops_unused_inputs, dce_drops_print, dce_counts_nothing],
+    "08.3": [dce_forward_walk, dce_drops_inplace, dce_drops_unused_inputs, dce_drops_print, dce_counts_nothing,
+             dce_keeps_random_off, dce_from_partitioner],
     "08.4": [split_inputs_sorted, split_outputs_in_node_order, split_outputs_everything,
-             split_break_starts_next_graph],
-    "08.5": [GuardsNoGradMode, GuardsValueWithoutType, GuardsShapeAsList, GuardsShapesFirst, GuardsNoDevice],
-    "08.6": [min_cut_unit_weights, min_cut_unsplit, min_cut_no_bans, min_cut_sink_side],
-    "08.7": [fusion_never_hoists, fusion_ignores_shape, fusion_across_reductions, fusion_hoisted_after],
-    "08.8": [kernel_off_by_one, kernel_outputs_first, kernel_writes_back_into_input, kernel_without_loop],
+             split_break_starts_next_graph, split_outputs_for_next_graph_only],
+    "08.5": [GuardsNoGradMode, GuardsValueWithoutType, GuardsShapeAsList, GuardsShapesFirst, GuardsNoDevice,
+             GuardsTypeName],
+    "08.6": [min_cut_unit_weights, min_cut_unsplit, min_cut_no_bans, min_cut_sink_side, min_cut_sorted],
+    "08.7": [fusion_never_hoists, fusion_ignores_shape, fusion_across_reductions, fusion_hoisted_after,
+             fusion_first_input_only, fusion_reads_any_computed],
+    "08.8": [kernel_off_by_one, kernel_outputs_first, kernel_writes_back_into_input, kernel_without_loop,
+             kernel_numpy_with_dummy_loop, kernel_loop_per_op],
 }
