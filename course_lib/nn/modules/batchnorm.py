@@ -30,17 +30,17 @@ class _NormBase(Module):
         self.affine = affine
         self.track_running_stats = track_running_stats
         if self.affine:
-            self.weight = Parameter(C.empty(num_features, dtype=dtype))
-            self.bias = Parameter(C.empty(num_features, dtype=dtype)) if bias else None
+            self.weight = Parameter(C.empty(num_features, dtype=dtype, device=device))
+            self.bias = Parameter(C.empty(num_features, dtype=dtype, device=device)) if bias else None
             if not bias:
                 self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if self.track_running_stats:
-            self.register_buffer("running_mean", C.zeros(num_features, dtype=dtype))
-            self.register_buffer("running_var", C.ones(num_features, dtype=dtype))
-            self.register_buffer("num_batches_tracked", C.tensor(0, dtype=_dtype.int64))
+            self.register_buffer("running_mean", C.zeros(num_features, dtype=dtype, device=device))
+            self.register_buffer("running_var", C.ones(num_features, dtype=dtype, device=device))
+            self.register_buffer("num_batches_tracked", C.tensor(0, dtype=_dtype.int64, device=device))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)

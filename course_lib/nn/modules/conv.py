@@ -23,7 +23,7 @@ def _ntuple(v, n):
 
 class _ConvNd(Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, transposed,
-                 output_padding, groups, bias, padding_mode, n, dtype=None):
+                 output_padding, groups, bias, padding_mode, n, dtype=None, device=None):
         super().__init__()
         if groups <= 0:
             raise ValueError("groups must be a positive integer")
@@ -49,9 +49,10 @@ class _ConvNd(Module):
         self.output_padding = _ntuple(output_padding, n)
         self.groups = groups
         self.padding_mode = padding_mode
-        self.weight = Parameter(C.empty((out_channels, in_channels // groups, *self.kernel_size), dtype=dtype))
+        self.weight = Parameter(C.empty((out_channels, in_channels // groups, *self.kernel_size), dtype=dtype,
+                                        device=device))
         if bias:
-            self.bias = Parameter(C.empty(out_channels, dtype=dtype))
+            self.bias = Parameter(C.empty(out_channels, dtype=dtype, device=device))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
@@ -89,7 +90,7 @@ class Conv2d(_ConvNd):
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
                  groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, False, 0, groups, bias,
-                         padding_mode, 2, dtype)
+                         padding_mode, 2, dtype, device)
 
     def forward(self, input):
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
@@ -101,7 +102,7 @@ class Conv1d(_ConvNd):
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
                  groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, False, 0, groups, bias,
-                         padding_mode, 1, dtype)
+                         padding_mode, 1, dtype, device)
 
     def forward(self, input):
         return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)

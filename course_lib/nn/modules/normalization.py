@@ -24,9 +24,9 @@ class LayerNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if self.elementwise_affine:
-            self.weight = Parameter(C.empty(self.normalized_shape, dtype=dtype))
+            self.weight = Parameter(C.empty(self.normalized_shape, dtype=dtype, device=device))
             if bias:
-                self.bias = Parameter(C.empty(self.normalized_shape, dtype=dtype))
+                self.bias = Parameter(C.empty(self.normalized_shape, dtype=dtype, device=device))
             else:
                 self.register_parameter("bias", None)
         else:
@@ -61,9 +61,9 @@ class GroupNorm(Module):
         self.eps = eps
         self.affine = affine
         if self.affine:
-            self.weight = Parameter(C.empty(num_channels, dtype=dtype))
+            self.weight = Parameter(C.empty(num_channels, dtype=dtype, device=device))
             if bias:
-                self.bias = Parameter(C.empty(num_channels, dtype=dtype))
+                self.bias = Parameter(C.empty(num_channels, dtype=dtype, device=device))
             else:
                 self.register_parameter("bias", None)
         else:
@@ -97,7 +97,7 @@ class RMSNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if self.elementwise_affine:
-            self.weight = Parameter(C.empty(self.normalized_shape, dtype=dtype))
+            self.weight = Parameter(C.empty(self.normalized_shape, dtype=dtype, device=device))
         else:
             self.register_parameter("weight", None)
         self.reset_parameters()

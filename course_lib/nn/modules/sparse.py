@@ -31,7 +31,8 @@ class Embedding(Module):
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
         if _weight is None:
-            self.weight = Parameter(C.empty((num_embeddings, embedding_dim), dtype=dtype), requires_grad=not _freeze)
+            self.weight = Parameter(C.empty((num_embeddings, embedding_dim), dtype=dtype, device=device),
+                                    requires_grad=not _freeze)
             self.reset_parameters()
         else:
             self.weight = Parameter(_weight, requires_grad=not _freeze)
