@@ -208,12 +208,19 @@ class Tensor(TensorBase, VariableMethods, PythonMethods):
         return iter(self.unbind(0))
 
     def __array__(self, dtype=None, copy=None):
+        """numpy's protocol: the values as an array sharing memory when it can; ``copy=True`` always copies,
+        ``copy=False`` refuses a conversion that would have to copy (numpy 2's contract)."""
         a = self._np()
-        return a.astype(dtype) if dtype is not None else a
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            if copy is False:
+                raise ValueError("Unable to avoid copy while creating an array as requested.")
+            return a.astype(dtype)
+        return a.copy() if copy else a
 
     def __repr__(self, *, tensor_contents=None) -> str:
+        """``tensor_contents`` replaces the printed values (what subclasses pass, as in PyTorch)."""
         from ._tensor_str import tensor_repr
-        return tensor_repr(self)
+        return tensor_repr(self, tensor_contents=tensor_contents)
 
     def __format__(self, spec):
         if not self._shape and self._storage.data is not None:

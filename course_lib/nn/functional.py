@@ -379,7 +379,7 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
-def _check_size(input, target, name):
+def _check_size(input, target):
     if target.shape != input.shape:
         warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
                       "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
@@ -389,7 +389,7 @@ def _check_size(input, target, name):
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
              weight: Tensor | None = None) -> Tensor:
     """Mean squared error; with ``weight`` (the input's size), the weighted sum over the sum of the weights."""
-    _check_size(input, target, "mse_loss")
+    _check_size(input, target)
     if size_average is not None or reduce is not None:
         reduction = _Reduction.legacy_get_string(size_average, reduce)
     d = input - target
@@ -409,7 +409,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, redu
 
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """Mean absolute error."""
-    _check_size(input, target, "l1_loss")
+    _check_size(input, target)
     if size_average is not None or reduce is not None:
         reduction = _Reduction.legacy_get_string(size_average, reduce)
     return _reduce((input - target).abs(), reduction)
