@@ -1,7 +1,8 @@
-"""Arguments of Tensor's protocol methods that were accepted and not read.
+"""Arguments that were accepted and not read: Tensor's protocol methods, softmax's _stacklevel.
 
 ``__repr__(tensor_contents=...)`` printed the values anyway (compared with torch 2.13 when it is installed);
 ``__array__(copy=...)`` shared memory when asked for a copy (numpy 2's documented contract).
+``F.softmax(_stacklevel=...)`` placed the implicit-dim warning at a fixed depth.
 """
 from __future__ import annotations
 
@@ -30,3 +31,15 @@ def test_array_copy_contract():
         t.__array__(np.float64, copy=False)
     assert np.shares_memory(t.__array__(np.float32, copy=False), t.numpy())
     assert not np.shares_memory(np.array(t, copy=True), t.numpy())
+
+
+def test_softmax_stacklevel_places_the_warning():
+    import warnings
+
+    import course_lib.nn.functional as F
+    for f, where in ((lambda: F.softmax(cl.ones(2, 3)), __file__),
+                     (lambda: F.log_softmax(cl.ones(2, 3), _stacklevel=2), F.__file__)):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            f()
+        assert [x.filename for x in w] == [where]

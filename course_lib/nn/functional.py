@@ -154,23 +154,23 @@ def logsigmoid(input: Tensor) -> Tensor:
     return -softplus(-input)
 
 
-def _softmax_dim(ndim: int) -> int:
+def _softmax_dim(ndim: int, stacklevel: int) -> int:
     warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to include dim=X as "
-                  "an argument.", UserWarning, stacklevel=3)
+                  "an argument.", UserWarning, stacklevel=stacklevel)
     return 0 if ndim in (0, 1, 3) else 1
 
 
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
     """exp(x_i) / sum_j exp(x_j) along ``dim``."""
     if dim is None:
-        dim = _softmax_dim(input.dim())
+        dim = _softmax_dim(input.dim(), _stacklevel)
     return _op("softmax", input, dim, dtype)
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
     """log(softmax(x)), computed stably."""
     if dim is None:
-        dim = _softmax_dim(input.dim())
+        dim = _softmax_dim(input.dim(), _stacklevel)
     return _op("log_softmax", input, dim, dtype)
 
 
