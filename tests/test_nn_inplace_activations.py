@@ -104,3 +104,36 @@ def test_integer_input_as_torch(name, inplace):
 def test_hardtanh_bounds_checked():
     with pytest.raises(ValueError, match="min_val cannot be greater than max_val"):
         F.hardtanh(cl.tensor(X), 2.0, 1.0)
+
+
+def test_dropout_inplace_records_the_mask():
+    # before: the values were copied through .data, so the gradient ignored the mask and the version stayed
+    cl.manual_seed(0)
+    x = cl.randn(64, requires_grad=True)
+    y = x * 1
+    out = F.dropout(y, 0.5, True, True)
+    assert out is y and y._version == 1
+    out.sum().backward()
+    kept = out.detach().numpy() != 0
+    np.testing.assert_array_equal(x.grad.numpy(), np.where(kept, 2.0, 0.0))
+    z = cl.ones(3)
+    assert F.dropout(z, 1.0, True, True) is z and z.tolist() == [0.0, 0.0, 0.0]
+    z = cl.ones(3)
+    assert F.dropout(z, 0.0, True, True) is z and z._version == 0
+    assert nn.Dropout(0.5, inplace=True)(y) is y
+
+
+def test_dropout_inplace_errors_as_torch():
+    torch = require_torch()
+    import torch.nn.functional as TF
+    for make, lib in ((lambda L: L.randn(3, requires_grad=True), "leaf"), (lambda L: L.arange(4), "int")):
+        with pytest.raises(RuntimeError) as et:
+            TF.dropout(make(torch), 0.5, True, True)
+        with pytest.raises(RuntimeError) as e:
+            F.dropout(make(cl), 0.5, True, True)
+        assert str(e.value) == str(et.value), lib
+    with pytest.raises(RuntimeError) as et:
+        TF.dropout(torch.arange(4), 0.5, True)
+    with pytest.raises(RuntimeError) as e:
+        F.dropout(cl.arange(4), 0.5, True)
+    assert str(e.value) == str(et.value)

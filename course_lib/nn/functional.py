@@ -186,15 +186,16 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    if p == 1.0:
-        return input * 0
-    from .._creation import empty_like
-    mask = empty_like(input).bernoulli_(1 - p)
-    out = input * mask * (1.0 / (1 - p))
-    if inplace:
-        input.data.copy_(out.detach())
-        return input
-    return out
+    if not input.is_floating_point():
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {input.dtype._tensor_name}")
+
+    def f(x):
+        if p == 1.0:
+            return x * 0
+        from .._creation import empty_like
+        mask = empty_like(x).bernoulli_(1 - p)
+        return x * mask * (1.0 / (1 - p))
+    return _write_into(input, f) if inplace else f(input)
 
 
 # ---------------------------------------------------------------------------
