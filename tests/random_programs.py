@@ -29,6 +29,7 @@ import linecache
 import math
 import random
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -307,6 +308,7 @@ class _Generator:
         options: list[tuple[str, Callable[[], np.ndarray], str]] = [
             ("{x}.reshape(-1)", lambda: p.reshape(-1), "reshape"),
             ("{x}.unsqueeze({d})", lambda: np.expand_dims(p, d_unsq), "unsqueeze"),
+            ("{x}.T", lambda: p.T, "transpose_T"),  # warns unless 2-D
         ]
         d_unsq = self.rng.randrange(-p.ndim - 1, p.ndim + 1)
         if p.ndim >= 1:
@@ -1012,21 +1014,27 @@ def _tensors_in(obj: Any) -> list[Any]:
 class _Outcome:
     kind: str  # "return" | "raise"
     value: Any
-    stdout: str
+    stdout: str = ""
+    warnings: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _invoke(fn: Callable, args: Sequence[Any], no_grad: bool) -> tuple[_Outcome, Any]:
+    """Call fn, capturing its result or exception, its stdout and its warnings (numpy's
+    RuntimeWarnings about inf/nan arithmetic are implementation detail and left out)."""
     buf = io.StringIO()
     ctx = cl.no_grad() if no_grad else contextlib.nullcontext()
     result = None
-    with contextlib.redirect_stdout(buf):
+    with contextlib.redirect_stdout(buf), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         try:
             with ctx:
                 result = fn(*args)
-            outcome = _Outcome("return", _snap(result, args), "")
+            outcome = _Outcome("return", _snap(result, args))
         except Exception as e:  # noqa: BLE001 - every exception type is compared
-            outcome = _Outcome("raise", (type(e).__name__, str(e)), "")
+            outcome = _Outcome("raise", (type(e).__name__, str(e)))
     outcome.stdout = buf.getvalue()
+    outcome.warnings = [(w.category.__name__, str(w.message)) for w in caught
+                        if not issubclass(w.category, RuntimeWarning)]
     return outcome, result
 
 
@@ -1050,12 +1058,16 @@ def _backward(result: Any, seed: int) -> tuple[str, Any] | None:
 
 
 def check_program(program: Program, compile_fn: Callable[..., Any], backend: Any,
-                  exact: bool | None = None, after_call: Callable[[int, CallSpec], None] | None = None) -> None:
+                  exact: bool | None = None, after_call: Callable[[int, CallSpec], None] | None = None,
+                  compiled_only_warnings: str | None = None) -> list[str]:
     """Run ``program`` eagerly and through ``compile_fn(obj, backend=backend)``, comparing every call.
 
-    ``after_call(i, call)`` runs after call ``i`` has been compared. Raises :class:`Divergence` with
-    the seed, call and source on the first difference.
+    ``after_call(i, call)`` runs after call ``i`` has been compared. Warnings of the compiled run
+    whose message matches the regular expression ``compiled_only_warnings`` are left out of the
+    comparison and returned. Raises :class:`Divergence` with the seed, call and source on the first
+    difference.
     """
+    compiled_only: list[str] = []
     if exact is None:
         exact = backend == "eager"
     comparer = _Comparer(exact)
@@ -1095,6 +1107,12 @@ def check_program(program: Program, compile_fn: Callable[..., Any], backend: Any
         d = comparer.stdout_diff(out_e.stdout, out_c.stdout)
         if d:
             fail(i, call, d)
+        warned_c = out_c.warnings
+        if compiled_only_warnings is not None:
+            compiled_only += [m for _, m in warned_c if re.search(compiled_only_warnings, m)]
+            warned_c = [(c, m) for c, m in warned_c if not re.search(compiled_only_warnings, m)]
+        if out_e.warnings != warned_c:
+            fail(i, call, f"warnings differ:\neager    {out_e.warnings}\ncompiled {warned_c}")
         d = comparer.diff(("dict", _state(eager_ns, eager_obj, args_e)), ("dict", _state(comp_ns, comp_base, args_c)),
                           "side effects")
         if d:
@@ -1115,6 +1133,7 @@ def check_program(program: Program, compile_fn: Callable[..., Any], backend: Any
             fail(i, call, d)
         if after_call is not None:
             after_call(i, call)
+    return compiled_only
 
 
 def check_seeds(seeds: Sequence[int], compile_fn: Callable[..., Any], backend: Any,
