@@ -568,12 +568,12 @@ class Capture(TorchDispatchMode):
                     self_._np_cache = None
                     return self_
             self.graph_break((f"in-place {func.name} on a tensor computed in the graph", _user_stack()), None)
-            return func(*args)
+            return _inplace_eagerly(func, args)
         # in-place on a real tensor: the graph may read its old value, or its arguments are lazy
         if self.n_nodes and (self._any_lazy(args) or (isinstance(self_, TensorBase)
                                                      and id(self_._storage) in self.in_storages)):
             self.graph_break((f"in-place {func.name} on a graph input", _user_stack()), None)
-        return func(*args)
+        return _inplace_eagerly(func, args)
 
     @staticmethod
     def _requires_grad(args: tuple) -> bool:
@@ -974,6 +974,7 @@ class Capture(TorchDispatchMode):
                     d["grad_fn"] = gf
                     d["_output_nr"] = v._output_nr
                     d["_version_counter"] = v._vc   # an in-place op on t invalidates what autograd saved of v
+                    d["_dynamo_twin"] = weakref.ref(v)
                     t._requires_grad = True
                 elif t._requires_grad and t.__dict__.get("grad_fn").__class__ is _LazyGradFn:
                     del t.__dict__["grad_fn"]
@@ -1053,6 +1054,20 @@ def _copy_into(v: TensorBase, st: Storage, shape: tuple, stride: tuple, offset: 
         item = arr.itemsize
         as_strided(arr[offset:], shape, tuple(x * item for x in stride))[...] = v._np()
     return arr
+
+
+def _inplace_eagerly(func, args: tuple):
+    """Run an in-place op; a tensor that left a graph passes its new ``grad_fn`` to its graph output, which
+    autograd may have saved (so an error about the saved value names the in-place op, as in eager)."""
+    out = func(*args)
+    self_ = args[0]
+    twin = self_.__dict__.get("_dynamo_twin")
+    if twin is not None:
+        v = twin()
+        if v is not None and self_.grad_fn is not None:
+            v.__dict__["grad_fn"] = self_.grad_fn
+            v.__dict__["_output_nr"] = self_._output_nr
+    return out
 
 
 def _first(pair: tuple) -> int:
