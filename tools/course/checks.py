@@ -428,32 +428,160 @@ def _call_obj(obj: Any, *args: Any, **kwargs: Any) -> Any:
     return obj(*args, **kwargs)
 
 
-def _trusted_prefixes(ex: Exercise) -> tuple[str, ...]:
-    """Files whose calls to a forbidden function do not count: course_lib itself, this package, the checks."""
+def _trusted_prefixes(ex: Exercise) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Where code whose calls to a forbidden function do not count lives: (folders, files), real paths.
+
+    course_lib itself, this package, and the exercise's checks module.
+    """
     import os
 
-    out = [os.path.dirname(os.path.abspath(__file__)) + os.sep]
+    dirs = [os.path.realpath(os.path.dirname(os.path.abspath(__file__))) + os.sep]
     cl = sys.modules.get("course_lib")
     if cl is not None and getattr(cl, "__file__", None):
-        out.append(os.path.dirname(os.path.abspath(cl.__file__)) + os.sep)
+        dirs.append(os.path.realpath(os.path.dirname(os.path.abspath(cl.__file__))) + os.sep)
     module = sys.modules.get(ex.cases.__module__)
-    if module is not None and getattr(module, "__file__", None):
-        out.append(os.path.abspath(module.__file__))
-    return tuple(out)
+    files = (os.path.realpath(os.path.abspath(module.__file__)),) \
+        if module is not None and getattr(module, "__file__", None) else ()
+    return tuple(dirs), files
+
+
+# Which file a running frame's code really comes from. A code object only names its file (co_filename),
+# which any code can claim (compile(src, "<course_lib>/x.py", "exec")); a frame counts as running a
+# module's code only if its code object equals one compiled from that file's text (same bytecode,
+# constants, names and line numbers) and it runs in the namespace of the module loaded from that file.
+_REALPATHS: dict[str, str] = {}
+_FILE_CODES: dict[str, frozenset] = {}
+_CODE_FILES: dict[int, tuple[Any, str | None]] = {}  # id(code) -> (code, kept alive; its verified file)
+
+
+def _realpath(filename: str) -> str:
+    import os
+
+    path = _REALPATHS.get(filename)
+    if path is None:
+        path = _REALPATHS[filename] = os.path.realpath(filename)
+    return path
+
+
+def _file_codes(path: str) -> frozenset:
+    """The code objects compiled from the Python file at `path` (the module's and all nested ones)."""
+    codes = _FILE_CODES.get(path)
+    if codes is None:
+        import types
+
+        found: set = set()
+        try:
+            with open(path, "rb") as f:
+                todo = [compile(f.read(), path, "exec", dont_inherit=True)]
+        except (OSError, SyntaxError, ValueError):
+            todo = []
+        while todo:
+            code = todo.pop()
+            found.add(code)
+            todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        codes = _FILE_CODES[path] = frozenset(found)
+    return codes
+
+
+def _code_file(code: Any, roots: tuple[str, ...]) -> str | None:
+    """The real path of the file `code` was compiled from, if that file is under one of `roots` (real
+    paths, folders ending in a separator) and `code` is that file's own code; else None (cached)."""
+    entry = _CODE_FILES.get(id(code))
+    if entry is not None and entry[0] is code:
+        return entry[1]
+    path = _realpath(code.co_filename)
+    if not path.endswith(".py") or not path.startswith(roots):
+        return None
+    verified = path if code in _file_codes(path) else None
+    _CODE_FILES[id(code)] = (code, verified)
+    return verified
+
+
+def _frame_file(frame: Any, roots: tuple[str, ...]) -> str | None:
+    """The real path of the module file (under `roots`) whose own code `frame` runs, in the namespace of
+    the module loaded from it; else None."""
+    path = _code_file(frame.f_code, roots)
+    if path is None:
+        return None
+    g = frame.f_globals
+    module = sys.modules.get(g.get("__name__"))
+    if module is None or getattr(module, "__dict__", None) is not g:
+        return None
+    file = getattr(module, "__file__", None)
+    return path if isinstance(file, str) and _realpath(file) == path else None
+
+
+_STDLIB: list[str] = []
+
+
+def _stdlib_dir() -> str:
+    """The real path of the standard library's folder, ending in a separator."""
+    if not _STDLIB:
+        import os
+        import sysconfig
+
+        _STDLIB.append(os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep)
+    return _STDLIB[0]
+
+
+#: Why a case fails when the watch could not see all the learner's code run (a result's "unwatched").
+UNWATCHED = {
+    "profile": "the check watches for forbidden calls with sys.setprofile; your code switched it off",
+    "thread": "the check watches for forbidden calls in the threads it can follow; your code started a thread "
+              "it cannot (with _thread, or with threading's profile hook changed): do the work in the calling "
+              "thread",
+    "thread running": "your code left a thread running when it returned, which the check cannot watch for "
+                      "forbidden calls: join the threads it starts, or do the work in the calling thread",
+    "process": "the check cannot follow forbidden calls into another process; your code started one (os.fork, "
+               "subprocess, multiprocessing): do the work in this process",
+}
+
+#: events raised by sys.audit whatever calls them (also from C, as map(sys.setprofile, [None]) does)
+_AUDITED = frozenset({"sys.setprofile", "os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec",
+                      "os.system", "subprocess.Popen", "pty.spawn"})
+_ACTIVE: "_ForbiddenCalls | None" = None
+_AUDIT_HOOKED = False
+
+
+def _audit(event: str, args: tuple) -> None:
+    """The process's audit hook (installed by the first watch): refuses what the active watch cannot follow."""
+    watch = _ACTIVE
+    if watch is not None and event in _AUDITED:
+        watch._audited(event, sys._getframe(1))
+
+
+def _thread_profile(frame, event, arg):
+    """The profile function of threads started while a watch is active (threading.setprofile); it removes
+    itself once no watch is."""
+    watch = _ACTIVE
+    if watch is None:
+        sys.setprofile(None)
+    else:
+        watch._profile(frame, event, arg)
 
 
 class _ForbiddenCalls:
-    """While active, records which of `forbid` is called from outside course_lib (sys.setprofile).
+    """While active, records which of `forbid` is called from outside the trusted code (sys.setprofile).
 
     Python functions are matched by their code objects (so any alias, import or bound method of
-    them is caught), C functions by identity.
+    them is caught), C functions by identity. A call counts unless its caller is trusted: a frame
+    running code really compiled from a file under `trusted` (folders, files), in the namespace of the
+    module loaded from it (see :func:`_frame_file`). The watch also notes in `unwatched` (keys of
+    :data:`UNWATCHED`) what it could not follow: its profile function switched off or replaced (and
+    refused, through an audit hook), a thread started with ``_thread`` or while threading's profile
+    hook was not the watch's, a thread the learner's code started still running at the end, a new
+    process (refused). Threads started with ``threading`` while it is active are watched too.
     """
 
-    def __init__(self, forbid: dict[str, Any], trusted: tuple[str, ...]):
-        import inspect
+    def __init__(self, forbid: dict[str, Any], trusted: tuple[tuple[str, ...], tuple[str, ...]]):
+        import _thread
 
+        try:
+            from _posixsubprocess import fork_exec  # what multiprocessing's spawn starts a process with
+        except ImportError:  # pragma: no cover - not POSIX
+            fork_exec = None
         self.codes: dict[Any, str] = {}
-        self.builtins: dict[int, str] = {}
+        self.c_calls: dict[int, Any] = {}  # id of a C function -> a forbidden name, or a method to run
         for name, fn in forbid.items():
             fn = getattr(fn, "__func__", fn)
             seen = 0
@@ -462,34 +590,123 @@ class _ForbiddenCalls:
                 if code is not None:
                     self.codes[code] = name
                 else:
-                    self.builtins[id(fn)] = name
+                    self.c_calls[id(fn)] = name
                 fn, seen = getattr(fn, "__wrapped__", None), seen + 1
+        self._on = bool(self.codes or self.c_calls)
+        if self._on:
+            self.c_calls.update({id(_thread.start_new_thread): self._thread_started,
+                                 id(_thread.start_new): self._thread_started})
+            if fork_exec is not None:
+                self.c_calls[id(fork_exec)] = self._process_started
         self.forbid = forbid  # keeps the builtins alive, so their ids stay theirs
-        self.trusted = trusted
+        self.trusted_dirs, self.trusted_files = trusted
+        self._stdlib = _stdlib_dir()
+        self._roots = self.trusted_dirs + self.trusted_files + (self._stdlib,)
+        self._keep = (fork_exec, _thread.start_new_thread, _thread.start_new)  # their ids stay theirs
         self.seen: list[str] = []
-        self._inspect = inspect
+        self.unwatched: list[str] = []
+        self._threads: list[tuple[Any, bool]] = []  # (thread, started by trusted code) started while active
+
+    def _trusted(self, frame) -> bool:
+        path = _frame_file(frame, self._roots)
+        return path is not None and (path.startswith(self.trusted_dirs) or path in self.trusted_files)
 
     def _outside(self, frame) -> bool:
-        # course_lib's generated bindings are compiled from text: "<generated binding transpose>"
-        return frame is None or not frame.f_code.co_filename.startswith(self.trusted + ("<generated binding",))
+        return frame is None or not self._trusted(frame)
+
+    def _started_by_trusted(self, frame) -> bool:
+        """Whether the first frame from `frame` up that is not the standard library's is trusted code."""
+        stdlib = self._stdlib
+        while frame is not None:
+            path = _frame_file(frame, self._roots)
+            if path is None or not path.startswith(stdlib) or "-packages" in path:
+                return path is not None and (path.startswith(self.trusted_dirs) or path in self.trusted_files)
+            frame = frame.f_back
+        return False
+
+    def _note(self, why: str) -> None:
+        if why not in self.unwatched:
+            self.unwatched.append(why)
 
     def _profile(self, frame, event, arg):
         if event == "call":
             name = self.codes.get(frame.f_code)
-            if name is not None and self._outside(frame.f_back) and name not in self.seen:
+            if name is not None and name not in self.seen and self._outside(frame.f_back):
                 self.seen.append(name)
         elif event == "c_call":
-            name = self.builtins.get(id(arg))
-            if name is not None and self._outside(frame) and name not in self.seen:
-                self.seen.append(name)
+            name = self.c_calls.get(id(arg))
+            if name is None:
+                return
+            if type(name) is str:
+                if name not in self.seen and self._outside(frame):
+                    self.seen.append(name)
+            else:
+                name(frame)
+
+    def _thread_started(self, frame) -> None:
+        """A C call to _thread.start_new_thread from `frame`: watched if threading.Thread.start starts it
+        with the watch's hook in place."""
+        import threading
+
+        thread = frame.f_locals.get("self") if frame.f_code is threading.Thread.start.__code__ else None
+        real = isinstance(thread, threading.Thread) and "_bootstrap" not in vars(thread) \
+            and type(thread)._bootstrap is threading.Thread._bootstrap \
+            and type(thread)._bootstrap_inner is threading.Thread._bootstrap_inner
+        if not real or threading._profile_hook is not _thread_profile:
+            self._note("thread")
+        else:
+            self._threads.append((thread, self._started_by_trusted(frame.f_back)))
+
+    def _process_started(self, frame) -> None:
+        if not self._started_by_trusted(frame):
+            self._note("process")
+
+    def _audited(self, event: str, frame) -> None:
+        """An audited event (:data:`_AUDITED`) raised by code running `frame`: refuse it unless trusted."""
+        import threading
+
+        if event == "sys.setprofile":
+            if frame.f_code is threading.Thread._bootstrap_inner.__code__ or self._trusted(frame):
+                return
+            why = "profile"
+        elif self._started_by_trusted(frame):
+            return
+        else:
+            why = "process"
+        self._note(why)
+        raise RuntimeError(UNWATCHED[why])
 
     def __enter__(self) -> "_ForbiddenCalls":
+        import _thread
+        import threading
+
+        global _ACTIVE, _AUDIT_HOOKED
         self._old = sys.getprofile()
-        if self.codes or self.builtins:
+        if self._on:
+            if not _AUDIT_HOOKED:
+                sys.addaudithook(_audit)
+                _AUDIT_HOOKED = True
+            self._old_hook, self._outer = threading._profile_hook, _ACTIVE
+            self._count = _thread._count()
+            _ACTIVE = self
+            threading.setprofile(_thread_profile)
             sys.setprofile(self._profile)
         return self
 
     def __exit__(self, *exc) -> None:
+        import _thread
+        import threading
+
+        global _ACTIVE
+        if not self._on:
+            return
+        if sys.getprofile() != self._profile or threading._profile_hook is not _thread_profile:
+            self._note("profile")
+        alive = [trusted for t, trusted in self._threads if t.is_alive()]
+        if not all(alive) or _thread._count() - self._count > len(alive):
+            self._note("thread running")
+        _ACTIVE = self._outer
+        threading.setprofile(self._old_hook)
         sys.setprofile(self._old)
 
 
@@ -542,7 +759,8 @@ def _probe_results(ex: Exercise, obj: Any, specs: list, budget: float | None):
     """Run each trial's probe on the learner's `obj`, yielding what each saw (wire data), in order.
 
     Each result is ``{"status": "ok"|"raised"|"not_attempted"|"timeout"|"skipped", "value": <wire>,
-    "forbidden": [...]}``.
+    "forbidden": [...], "unwatched": [...]}`` (the forbidden functions called, and keys of
+    :data:`UNWATCHED`: what the forbidden-call watch could not follow).
     Every trial decodes its own fresh arguments; output the learner's code prints is swallowed. The first
     NotImplementedError ends the run. With a `budget` (seconds for all the trials), a trial still running
     when it is spent is stopped and reported as "timeout" (the value is the budget), the trials after it
@@ -565,7 +783,8 @@ def _probe_results(ex: Exercise, obj: Any, specs: list, budget: float | None):
             yield {"status": "not_attempted", "value": None, "forbidden": []}
             return
         except ProbeTimeout:
-            yield {"status": "timeout", "value": float(budget), "forbidden": list(watch.seen)}
+            yield {"status": "timeout", "value": float(budget), "forbidden": list(watch.seen),
+                   "unwatched": list(watch.unwatched)}
             for _ in specs[k + 1:]:
                 yield {"status": "skipped", "value": None, "forbidden": []}
             return
@@ -573,7 +792,7 @@ def _probe_results(ex: Exercise, obj: Any, specs: list, budget: float | None):
             raise
         except Exception as e:  # noqa: BLE001 - the learner's error is what is observed
             result = {"status": "raised", "value": _wire.exception_wire(e, _where_text(e))}
-        result["forbidden"] = list(watch.seen)
+        result["forbidden"], result["unwatched"] = list(watch.seen), list(watch.unwatched)
         yield result
 
 
@@ -625,8 +844,9 @@ def _decode_result(r: Any) -> dict:
     """One probe result with its value decoded; ProbeError if it is malformed."""
     if not isinstance(r, dict) or r.get("status") not in _STATUSES:
         raise ProbeError("the check's results are malformed")
-    forbidden = r.get("forbidden", [])
-    if not isinstance(forbidden, list) or not all(isinstance(f, str) for f in forbidden):
+    forbidden, unwatched = r.get("forbidden", []), r.get("unwatched", [])
+    if not isinstance(forbidden, list) or not all(isinstance(f, str) for f in forbidden) \
+            or not isinstance(unwatched, list) or not all(isinstance(u, str) and u in UNWATCHED for u in unwatched):
         raise ProbeError("the check's results are malformed")
     try:
         value = _wire.decode(r.get("value"))
@@ -635,7 +855,7 @@ def _decode_result(r: Any) -> dict:
     if r["status"] == "raised" and not isinstance(value, Raised) \
             or r["status"] == "timeout" and type(value) is not float:
         raise ProbeError("the check's results are malformed")
-    return {"status": r["status"], "value": value, "forbidden": forbidden}
+    return {"status": r["status"], "value": value, "forbidden": forbidden, "unwatched": unwatched}
 
 
 def _results(text: str, exercise_id: str, n: int) -> list[dict]:
@@ -687,6 +907,9 @@ def _judge_one(ex: Exercise, t: Trial, r: dict, i: int, n: int) -> None:
     if forbidden:
         raise CheckFailure(f"{top}  got:      your code calls {', '.join(forbidden)}, which this exercise asks "
                            f"you not to use: write it yourself\n{hint}")
+    unwatched = r.get("unwatched", [])
+    if unwatched:
+        raise CheckFailure(f"{top}  got:      {'; '.join(UNWATCHED[u] for u in unwatched)}\n{hint}")
     got = r.get("value")
     expected_raise = None
     if t.raises is not None:
