@@ -407,3 +407,26 @@ def test_unknown_mode_is_refused_with_torchs_message():
     x = cl.randn(3)
     with pytest.raises(RuntimeError, match="Unrecognized mode=fast, should be one of: default, reduce-overhead"):
         compile_fx(make_fx(lambda x: x + 1)(x), [x], mode="fast")
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_reduce_overhead_joint_graph_of_a_cross_entropy_step_equals_autograd(reduction):
+    from course_lib._functorch.aot_autograd import trace_joint
+    F = cl.nn.functional
+
+    def loss_fn(w, b, x, y):
+        return F.cross_entropy(F.linear(x, w, b).relu() * 3, y, ignore_index=1, reduction=reduction)
+
+    w, b = cl.randn(5, 4, requires_grad=True), cl.randn(5, requires_grad=True)
+    x, y = cl.randn(6, 4), cl.tensor([0, 1, 4, 2, 1, 3])
+    one = cl.ones(())
+    c = compile_fx(trace_joint(loss_fn, w, b, x, y).module, [w, b, x, y, one], mode="reduce-overhead")
+    assert "_call_extern" not in c.source   # log_softmax and its backward are kernels, nll_loss numpy
+    loss, gw, gb, *_ = c(w, b, x, y, one)
+    want = loss_fn(w, b, x, y)
+    want.backward()
+    np.testing.assert_allclose(loss.numpy(), want.detach().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(gw.numpy(), w.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(gb.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(IndexError, match="Target 7 is out of bounds."):
+        c(w, b, x, cl.tensor([0, 1, 7, 2, 1, 3]), one)

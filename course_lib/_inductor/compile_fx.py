@@ -261,7 +261,7 @@ def compile_fx(gm: GraphModule, example_inputs: Sequence[Any], mode: str | None 
     lines.append(f"    return {_fmt_out(output, arr, values)}")
     wrapper = "\n".join(lines) + "\n"
     namespace.update(_buffers=[], _sizes=sizes, _refcount=sys.getrefcount, _inplace_flat=_inplace_flat,
-                     _write_back=_write_back)
+                     _write_back=_write_back, _nll_forward=_nll_forward, _nll_backward=_nll_backward)
     exec(compile(wrapper, "<course_lib._inductor wrapper>", "exec"), namespace)
     n_groups = sum(isinstance(s, FusionGroup) for s in steps)
     return CompiledFxGraph(wrapper, kernel_sources, namespace, n_groups, len(steps) - n_groups, mode)
@@ -300,9 +300,13 @@ _RESHAPES = {"view", "_unsafe_view", "reshape", "squeeze", "unsqueeze", "flatten
 
 def _numpy_extern(v: Value, arr: dict[int, str], alloc: Any) -> list[str] | None:
     """Lines computing extern ``v`` with numpy directly (reduce-overhead), or None for course_lib's kernel."""
-    if v.kind != "extern" or v.dtype is None or v.dtype.kind != "f":
+    if v.kind != "extern" or (v.target.name != "nll_loss_forward" and (v.dtype is None or v.dtype.kind != "f")):
         return None
     name, args = v.target.name, v.args
+    if name == "nll_loss_forward" and _plain_nll(args, 3):
+        arr[id(v)] = out = f"r{v.name}"
+        return [f"{out} = _nll_forward({arr[id(args[0])]}, {arr[id(args[1])]}, {args[3]!r}, {args[4]!r})"
+                f"  # nll_loss_forward"]
     x = args[0] if args and isinstance(args[0], Value) else None
     if x is None or x.dtype != v.dtype:
         return None
@@ -328,10 +332,55 @@ def _numpy_extern(v: Value, arr: dict[int, str], alloc: Any) -> list[str] | None
         arr[id(v)] = out
         return [f"{out} = np.matmul({arr[id(args[1])]}, {arr[id(args[2])]}, out={buf}.reshape({v.shape!r}))  # addmm",
                 f"{out} += {a}"]
+    elif name == "nll_loss_backward" and _plain_nll(args[1:], 3) and isinstance(args[6], Value):
+        buf = alloc(v)
+        arr[id(v)] = out
+        t, r = arr[id(args[2])], args[4]
+        return [f"{out} = _nll_backward({a}, {t}, {arr[id(args[6])]}, {r!r}, {args[5]!r}, "
+                f"{buf}.reshape({v.shape!r}))  # nll_loss_backward"]
     else:
         return None
     arr[id(v)] = out
     return [f"{out} = {expr}  # {name}"]
+
+
+def _plain_nll(args: tuple, weight_at: int) -> bool:
+    """nll_loss on (N, C) log-probabilities and (N,) int64 targets, no class weights, mean or sum."""
+    x, t = args[0], args[1]
+    return (isinstance(x, Value) and isinstance(t, Value) and len(x.shape) == 2 and t.shape == x.shape[:1]
+            and t.dtype == np.int64 and args[weight_at - 1] is None and args[weight_at] in (1, 2))
+
+
+def _nll_picked(x: np.ndarray, t: np.ndarray, ignore_index: int) -> tuple[np.ndarray, np.ndarray]:
+    valid = t != ignore_index
+    tt = np.where(valid, t, 0)
+    if tt.size and (tt.min() < 0 or tt.max() >= x.shape[1]):
+        raise IndexError(f"Target {tt[(tt < 0) | (tt >= x.shape[1])][0]} is out of bounds.")
+    return tt, valid
+
+
+def _nll_forward(x: np.ndarray, t: np.ndarray, reduction: int, ignore_index: int) -> tuple[np.ndarray, np.ndarray]:
+    """``nll_loss_forward`` for ``_plain_nll`` arguments, in numpy: (loss, total weight)."""
+    tt, valid = _nll_picked(x, t, ignore_index)
+    w = valid.astype(x.dtype)
+    total = np.asarray(w.sum(), x.dtype)
+    loss = -(x[np.arange(x.shape[0]), tt] * w).sum()
+    if reduction == 1:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            loss = loss / total
+    return np.asarray(loss, x.dtype), total
+
+
+def _nll_backward(g: np.ndarray, t: np.ndarray, total: np.ndarray, reduction: int, ignore_index: int,
+                  out: np.ndarray) -> np.ndarray:
+    """``nll_loss_backward`` for ``_plain_nll`` arguments, into ``out``."""
+    tt, valid = _nll_picked(out, t, ignore_index)
+    coef = -valid.astype(out.dtype) * g
+    if reduction == 1:
+        coef = coef / total
+    out.fill(0)
+    out[np.arange(out.shape[0]), tt] = coef
+    return out
 
 
 def _fmt_args(args: Any, arr: dict[int, str], namespace: dict[str, Any]) -> str:

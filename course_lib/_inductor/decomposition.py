@@ -221,6 +221,15 @@ def _softmax(L: Lowering, dt: np.dtype, x: Value, dim: int, dtype: Any = None, *
 DECOMPOSITIONS["log_softmax"] = lambda L, dt, x, dim, dtype=None: _softmax(L, dt, x, dim, dtype, _log=True)
 
 
+@register_decomposition("_log_softmax_backward_data")
+def _log_softmax_backward(L: Lowering, dt: np.dtype, grad: Value, out: Value, dim: int, input_dtype: Any) -> Value | None:
+    if not isinstance(grad, Value) or not _last_dim(out, dim) or grad.shape != out.shape or out.shape[-1] == 0 \
+            or grad.dtype != dt or out.dtype != dt:
+        return None
+    s = L.reduce("sum", grad, [-1], True, dt)
+    return L.pw("sub", grad, L.pw("mul", L.pw("exp", out, dtype=dt), s, dtype=dt), dtype=dt)
+
+
 def _native_layer_norm(L: Lowering, x: Value, normalized_shape: Any, weight: Any, bias: Any,
                        eps: float) -> tuple | None:
     k, dt = len(normalized_shape), x.dtype
