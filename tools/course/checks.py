@@ -32,7 +32,9 @@ one framed line within the check's time budget; the grader decodes it (:mod:`cou
 pickle) and judges.
 
 An exercise may name functions the learner's code must not call (``forbid=``): the probe
-watches calls made from outside course_lib while the learner's code runs and reports them.
+watches calls made from outside course_lib while the learner's code runs and reports them, and
+what the watch could not follow (its profile function switched off, a thread it cannot watch, a
+process); see :class:`_ForbiddenCalls`.
 """
 from __future__ import annotations
 
