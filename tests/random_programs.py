@@ -1139,12 +1139,26 @@ def check_program(program: Program, compile_fn: Callable[..., Any], backend: Any
 
 
 def check_seeds(seeds: Sequence[int], compile_fn: Callable[..., Any], backend: Any,
-                exact: bool | None = None) -> int:
-    """check_program over ``seeds``; returns how many calls were compared."""
+                exact: bool | None = None, shrink_budget: int = 150) -> int:
+    """check_program over ``seeds``; returns how many calls were compared.
+
+    On a divergence the program is first shrunk (at most ``shrink_budget`` reruns; 0 to skip) and
+    the message shows the smaller program that still diverges after the original one.
+    """
     n = 0
     for seed in seeds:
         program = generate_program(seed)
-        check_program(program, compile_fn, backend, exact)
+        try:
+            check_program(program, compile_fn, backend, exact)
+        except Divergence as e:
+            if shrink_budget <= 0:
+                raise
+            small = shrink(program, compile_fn, backend, exact, budget=shrink_budget)
+            try:
+                check_program(small, compile_fn, backend, exact)
+            except Divergence as again:
+                raise Divergence(f"{e}\n\n---- shrunk to ----\n{again}") from None
+            raise
         n += len(program.calls)
     return n
 

@@ -67,10 +67,10 @@ def _compile_with(variant: str):
     return compile_fn
 
 
-def _check(seeds: range, variant: str) -> None:
+def _check(seeds: range, variant: str, shrink_budget: int = 150) -> None:
     exact = variant in ("eager", "dynamic", "counter")
     rp.check_seeds([s for s in seeds if (variant, s) not in KNOWN_DIVERGENCES], _compile_with(variant), variant,
-                   exact=exact)
+                   exact=exact, shrink_budget=shrink_budget)
 
 
 def _chunks(seeds: range, size: int) -> list[range]:
@@ -213,6 +213,14 @@ def test_the_harness_catches_a_broken_compiler(broken):
         rp.check_seeds(range(100), broken, "eager")
 
 
+def test_a_divergence_is_shrunk_to_a_smaller_program_that_still_diverges():
+    with pytest.raises(rp.Divergence) as caught:
+        rp.check_seeds(range(100), _drops_prints, "eager")
+    original, shrunk = str(caught.value).split("---- shrunk to ----")
+    assert "stdout differs" in shrunk
+    assert shrunk.count("\n") < original.count("\n")
+
+
 def test_the_harness_passes_the_identity_compiler():
     rp.check_seeds(range(100), lambda fn, **kw: fn, "eager")
 
@@ -240,7 +248,7 @@ def test_random_programs_backend_aot_eager(seeds):
 @pytestmark_compiled
 def test_random_programs_backend_inductor(seeds):
     pytest.importorskip("numba")
-    _check(seeds, "inductor")
+    _check(seeds, "inductor", shrink_budget=0)    # each rerun compiles numba kernels
 
 
 @pytest.mark.parametrize("variant, seed", [pytest.param(b, s, marks=pytest.mark.xfail(strict=True, reason=r))
