@@ -133,17 +133,19 @@ def test_generator_covers_every_feature_the_properties_need():
 
 
 def test_the_programs_raise_sometimes_and_need_backward_often():
-    """Some calls raise (so error paths are compared) and many results require grad."""
-    raised = total = 0
+    """Some calls raise (so error paths are compared) and many results require grad (so gradients are)."""
+    raised = needs_grad = total = 0
     for seed in range(200):
         program = rp.generate_program(seed)
         _, obj = rp._instantiate(program, lambda fn: fn)
         for call in program.calls:
             args = [cl.tensor(a, requires_grad=g) for a, g in zip(rp._make_args(program, call), call.requires_grad)]
-            outcome, _ = rp._invoke(obj, args, call.no_grad)
+            outcome, result = rp._invoke(obj, args, call.no_grad)
             raised += outcome.kind == "raise"
+            needs_grad += any(t.requires_grad for t in rp._tensors_in(result))
             total += 1
     assert 0.02 * total < raised < 0.2 * total, (raised, total)
+    assert needs_grad > 0.3 * total, (needs_grad, total)
 
 
 def _drops_prints(fn, **kw):
