@@ -86,20 +86,20 @@ def promote(a, b):
     "sys.setprofile(None)": (SWITCHED_OFF, """
 import sys, course_lib as cl
 def promote(a, b):
-    try:
-        sys.setprofile(None)
-    except RuntimeError:  # refused: the watch stays on
-        pass
-    return cl.promote_types(a.dtype, cl.float32)
+    sys.setprofile(None)
+    return cl.result_type(a, b)
+"""),
+    "another profile function": (SWITCHED_OFF, """
+import sys, course_lib as cl
+def promote(a, b):
+    sys.setprofile(lambda *args: None)
+    return cl.result_type(a, b)
 """),
     "sys.setprofile called from C": (SWITCHED_OFF, """
 import sys, course_lib as cl
 def promote(a, b):
-    try:
-        list(map(sys.setprofile, [None]))
-    except RuntimeError:  # refused: the watch stays on
-        pass
-    return cl.promote_types(a.dtype, cl.float32)
+    list(map(sys.setprofile, [None]))
+    return cl.result_type(a, b)
 """),
     "a fake course_lib file name": (CALLS, f"""
 import os, course_lib as cl
@@ -118,13 +118,19 @@ src = "def _learners_promote(a, b):\\n    import course_lib\\n    return course_
 exec(compile(src, {CL_FILE!r}, "exec"), m.__dict__)
 promote = m._learners_promote
 """),
+    "os.fork": ("the check cannot follow forbidden calls into another process", """
+import os, course_lib as cl
+def promote(a, b):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return cl.promote_types(a.dtype, cl.float32)
+"""),
     "a subprocess": ("the check cannot follow forbidden calls into another process", """
 import subprocess, course_lib as cl
 def promote(a, b):
-    try:
-        subprocess.run(["true"])
-    except RuntimeError:
-        pass
+    subprocess.run(["true"])
     return cl.promote_types(a.dtype, cl.float32)
 """),
 }

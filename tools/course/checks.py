@@ -538,18 +538,11 @@ UNWATCHED = {
                "subprocess, multiprocessing): do the work in this process",
 }
 
-#: events raised by sys.audit whatever calls them (also from C, as map(sys.setprofile, [None]) does)
-_AUDITED = frozenset({"sys.setprofile", "os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec",
-                      "os.system", "subprocess.Popen", "pty.spawn"})
+#: what starts a process (os's names; subprocess and multiprocessing's spawn use _posixsubprocess.fork_exec)
+_PROCESS_STARTERS = ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "execv", "execve", "spawnv",
+                     "spawnve")
+#: the watch active in this process (threads it started report to it)
 _ACTIVE: "_ForbiddenCalls | None" = None
-_AUDIT_HOOKED = False
-
-
-def _audit(event: str, args: tuple) -> None:
-    """The process's audit hook (installed by the first watch): refuses what the active watch cannot follow."""
-    watch = _ACTIVE
-    if watch is not None and event in _AUDITED:
-        watch._audited(event, sys._getframe(1))
 
 
 def _thread_profile(frame, event, arg):
@@ -569,17 +562,20 @@ class _ForbiddenCalls:
     them is caught), C functions by identity. A call counts unless its caller is trusted: a frame
     running code really compiled from a file under `trusted` (folders, files), in the namespace of the
     module loaded from it (see :func:`_frame_file`). The watch also notes in `unwatched` (keys of
-    :data:`UNWATCHED`) what it could not follow: its profile function switched off or replaced (and
-    refused, through an audit hook), a thread started with ``_thread`` or while threading's profile
-    hook was not the watch's, a thread the learner's code started still running at the end, a new
-    process (refused). Threads started with ``threading`` while it is active are watched too.
+    :data:`UNWATCHED`) what it could not follow: a call to ``sys.setprofile`` from outside the trusted
+    code, or its profile function (or threading's profile hook) not in place at the end; a thread started
+    with ``_thread`` or while threading's profile hook was not the watch's; a thread the learner's code
+    started still running at the end; a new process. Threads started with ``threading`` while it is
+    active are watched too. What a watched thread calls through C (``map(sys.setprofile, [None])``) is
+    not seen: only its effect at the end is.
     """
 
     def __init__(self, forbid: dict[str, Any], trusted: tuple[tuple[str, ...], tuple[str, ...]]):
         import _thread
+        import os
 
         try:
-            from _posixsubprocess import fork_exec  # what multiprocessing's spawn starts a process with
+            from _posixsubprocess import fork_exec
         except ImportError:  # pragma: no cover - not POSIX
             fork_exec = None
         self.codes: dict[Any, str] = {}
@@ -598,13 +594,14 @@ class _ForbiddenCalls:
         if self._on:
             self.c_calls.update({id(_thread.start_new_thread): self._thread_started,
                                  id(_thread.start_new): self._thread_started})
-            if fork_exec is not None:
-                self.c_calls[id(fork_exec)] = self._process_started
+            self.c_calls[id(sys.setprofile)] = self._setprofile_called
+            starters = [getattr(os, name) for name in _PROCESS_STARTERS if hasattr(os, name)]
+            self.c_calls.update({id(fn): self._process_started for fn in starters + [fork_exec] if fn is not None})
         self.forbid = forbid  # keeps the builtins alive, so their ids stay theirs
         self.trusted_dirs, self.trusted_files = trusted
         self._stdlib = _stdlib_dir()
         self._roots = self.trusted_dirs + self.trusted_files + (self._stdlib,)
-        self._keep = (fork_exec, _thread.start_new_thread, _thread.start_new)  # their ids stay theirs
+        self._keep = (fork_exec, _thread.start_new_thread, _thread.start_new, os)  # their ids stay theirs
         self.seen: list[str] = []
         self.unwatched: list[str] = []
         self._threads: list[tuple[Any, bool]] = []  # (thread, started by trusted code) started while active
@@ -663,31 +660,17 @@ class _ForbiddenCalls:
         if not self._started_by_trusted(frame):
             self._note("process")
 
-    def _audited(self, event: str, frame) -> None:
-        """An audited event (:data:`_AUDITED`) raised by code running `frame`: refuse it unless trusted."""
-        import threading
-
-        if event == "sys.setprofile":
-            if frame.f_code is threading.Thread._bootstrap_inner.__code__ or self._trusted(frame):
-                return
-            why = "profile"
-        elif self._started_by_trusted(frame):
-            return
-        else:
-            why = "process"
-        self._note(why)
-        raise RuntimeError(UNWATCHED[why])
+    def _setprofile_called(self, frame) -> None:
+        if frame.f_code not in _OWN_SETPROFILE and not self._trusted(frame):
+            self._note("profile")
 
     def __enter__(self) -> "_ForbiddenCalls":
         import _thread
         import threading
 
-        global _ACTIVE, _AUDIT_HOOKED
+        global _ACTIVE
         self._old = sys.getprofile()
         if self._on:
-            if not _AUDIT_HOOKED:
-                sys.addaudithook(_audit)
-                _AUDIT_HOOKED = True
             self._old_hook, self._outer = threading._profile_hook, _ACTIVE
             self._count = _thread._count()
             _ACTIVE = self
@@ -710,6 +693,10 @@ class _ForbiddenCalls:
         _ACTIVE = self._outer
         threading.setprofile(self._old_hook)
         sys.setprofile(self._old)
+
+
+#: the watch's own calls to sys.setprofile (allowed whatever the trusted files are)
+_OWN_SETPROFILE = frozenset({_ForbiddenCalls.__exit__.__code__, _thread_profile.__code__})
 
 
 def _where_text(exc: BaseException) -> str:
