@@ -362,6 +362,38 @@ def test_an_in_place_op_after_a_break_on_a_value_autograd_saved_is_caught_at_bac
             fn(cl.randn(3, requires_grad=True)).sum().backward()
 
 
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_view_of_a_graph_value_sees_a_later_in_place_op_on_its_base(backend):
+    """Regression: after v1.tanh_() the view v4 = v1[:2] goes through tanh in backward, as in eager."""
+    def f(a):
+        v1 = a * 2
+        v4 = v1[:2]
+        v1.tanh_()
+        return v4.sum()
+
+    grads = []
+    for fn in (f, cl.compile(f, backend=backend)):
+        a = cl.tensor([1.0, -2.0, 0.5], requires_grad=True)
+        out = fn(a)
+        out.backward()
+        grads.append((out.item(), a.grad.tolist()))
+    assert grads[1] == grads[0]
+
+
+def test_a_view_inside_the_graph_sees_a_later_in_place_op_on_its_base():
+    """Regression: matmul's view of v2 (inside the graph) is regenerated when v2 is modified in place, so
+    backward's version error names AsStrided, as in eager."""
+    def f(a, b):
+        v2 = (b * a + b).mean(dim=-1)
+        v3 = v2.matmul(a)
+        v2.add_(0.5)
+        return v3
+
+    for fn in (f, cl.compile(f, backend="eager")):
+        with pytest.raises(RuntimeError, match="which is output 0 of AsStrided,"):
+            fn(cl.randn(3, 3, requires_grad=True), cl.randn(3)).sum().backward()
+
+
 @pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
 def test_autograd_through_several_graphs(backend):
     if backend == "inductor":

@@ -899,7 +899,7 @@ class Capture(TorchDispatchMode):
         if first is not None:
             order.insert(0, first)
         storages = {}
-        views = False
+        views = bool(self.views)
         for j, t in alive:
             st = t._storage
             if st.__class__ is _LazyStorage and st._capture is self:
@@ -931,7 +931,10 @@ class Capture(TorchDispatchMode):
                     grad_state.enabled = prev
             if results.__class__ is not tuple and results.__class__ is not list:
                 results = (results,)
-            self._fill(outputs, results, dict(alive), storages)
+            tensors = dict(alive)
+            self._fill(outputs, results, tensors, storages)
+            if views:
+                _link_views(alive, tensors, storages)
         for st in storages.values():
             st._capture = None            # from here on reading data is plain again
         if not self.finishing:
@@ -1056,6 +1059,26 @@ def _copy_into(v: TensorBase, st: Storage, shape: tuple, stride: tuple, offset: 
     return arr
 
 
+def _link_views(alive: list, tensors: dict, storages: dict) -> None:
+    """Materialised views of tensors that require grad become views of them for autograd (``_base``, the
+    base's list of views), so an in-place op on the base later regenerates their ``grad_fn`` as in eager."""
+    from ..autograd.variable_type import _register_one
+    for j, t in alive:
+        if t.grad_fn is None:
+            continue
+        st = t._storage
+        if st.__class__ is _LazyStorage and storages.get(st._root) is st:   # a lazy view of this graph
+            base = tensors.get(st._root)
+            if base is None or base is t:
+                continue
+            base = base._base if base._base is not None else base
+            t.__dict__["_base"] = base
+        else:
+            base = t._base        # a view of a real tensor: its _base is set already
+        if base is not None and base.grad_fn is not None:
+            _register_one(base, t)
+
+
 def _inplace_eagerly(func, args: tuple):
     """Run an in-place op; a tensor that left a graph passes its new ``grad_fn`` to its graph output, which
     autograd may have saved (so an error about the saved value names the in-place op, as in eager)."""
@@ -1067,6 +1090,9 @@ def _inplace_eagerly(func, args: tuple):
         if v is not None and self_.grad_fn is not None:
             v.__dict__["grad_fn"] = self_.grad_fn
             v.__dict__["_output_nr"] = self_._output_nr
+            if v.__dict__.get("_views"):      # views the graph took of it (inside matmul, ...) see the op too
+                from ..autograd.variable_type import _regenerate_views
+                _regenerate_views(v)
     return out
 
 
