@@ -3,6 +3,7 @@
     python bench/compile_table.py              # the small ResNet training step and the MLP step
     python bench/compile_table.py --steps 20   # more steady-state steps
     python bench/compile_table.py --quick      # tiny sizes (checks that it runs)
+    python bench/compile_table.py --harness    # the ResNet steady state through the harness (resnet_step.py)
 
 For each model it trains two copies from the same initial weights, one eager and one compiled
 (``aot_module`` + ``compile_fx`` for the ResNet; the ``mode="reduce-overhead"`` programs of
@@ -26,9 +27,10 @@ for p in (str(HERE.parent), str(HERE)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-import numpy as np  # noqa: E402
-
 import bench_compile as bc  # noqa: E402
+import numpy as np  # noqa: E402
+import resnet_step as rs  # noqa: E402
+
 import course_lib as cl  # noqa: E402
 
 
@@ -46,13 +48,13 @@ def _run(step, n: int) -> tuple[float, float, list[float]]:
 
 
 def resnet_rows(quick: bool, steps: int) -> list[dict]:
-    xn, yn = bc.resnet_data(quick)
+    xn, yn = rs.resnet_data(quick)
     x, y = cl.from_numpy(xn), cl.from_numpy(yn)
     out = {}
     for mode in ("eager", "compiled"):
-        model = bc.small_resnet()
-        forward = bc.compile_resnet(model) if mode == "compiled" else model
-        out[mode] = _run(bc.resnet_step(model, forward, x, y), steps)
+        model = rs.small_resnet()
+        forward = rs.compile_resnet(model) if mode == "compiled" else model
+        out[mode] = _run(rs.resnet_step(model, forward, x, y), steps)
     return _rows(f"small ResNet step {tuple(xn.shape)}", out)
 
 
@@ -86,7 +88,8 @@ def _rows(name: str, out: dict) -> list[dict]:
     same = bool(np.allclose(out["eager"][2], out["compiled"][2], rtol=1e-4, atol=1e-5))
     rows = []
     for mode, (first, steady, losses) in out.items():
-        rows.append({"workload": name, "mode": mode, "compile_s": max(first - steady, 0.0) if mode == "compiled" else 0.0,
+        compile_s = max(first - steady, 0.0) if mode == "compiled" else 0.0
+        rows.append({"workload": name, "mode": mode, "compile_s": compile_s,
                      "first_s": first, "steady_ms": steady * 1e3, "losses": losses, "same_losses": same})
     return rows
 
@@ -106,7 +109,16 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--harness", action="store_true",
+                   help="time the ResNet step's steady state through the harness instead (both thread settings)")
+    p.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     args = p.parse_args(argv)
+    if args.harness:
+        import harness
+        ws = [w for w in harness.REGISTRY if w.module == "resnet_step"]
+        rows = harness.run(ws, quick=args.quick, threads="both", self_check=False)
+        print(harness.format_table(rows, args.clock))
+        return 0 if all(r["ok"] for r in rows) else 1
     rows = mlp_rows(args.quick, args.steps) + resnet_rows(args.quick, args.steps if not args.quick else 2)
     print(f"threads: course_lib {cl.get_num_threads()}")
     print(format_rows(rows))

@@ -15,11 +15,11 @@ import numpy as np
 
 from .ir import Value
 from .libm import FASTMATH
+from .scheduler import FusionGroup
 
 #: a row kernel's reductions may be reassociated (summed in SIMD lanes, then combined: numpy's
 #: pairwise sum and torch's vectorised sum reorder it too); without it the loop stays scalar
 REDUCTION_FASTMATH = FASTMATH | {"reassoc"}
-from .scheduler import FusionGroup
 
 #: below this many elements a kernel runs on one thread (starting threads costs more than it saves)
 PARALLEL_THRESHOLD = 1 << 16
@@ -221,7 +221,10 @@ def row_kernel_source(group: FusionGroup) -> tuple[str, str]:
         ci, cc = _sub_index(own[len(outer):], inner, "j", "jc")
         need_rc |= rc
         n_inner = int(np.prod(own[len(outer):], dtype=np.int64))
-        row_part = None if ri is None else (ri if n_inner == 1 else f"({ri}) * {n_inner}" if rc else f"{ri} * {n_inner}")
+        if ri is None or n_inner == 1:
+            row_part = ri
+        else:
+            row_part = f"({ri}) * {n_inner}" if rc else f"{ri} * {n_inner}"
         if ci is None:
             row_loads.append(f"{ind_r}{names[id(v)]}_v = {names[id(v)]}[{row_part or '0'}]")
         elif row_part == f"r * {C}" and ci == "j":   # a row of a full-size input: a slice, indexed by j
@@ -243,7 +246,8 @@ def row_kernel_source(group: FusionGroup) -> tuple[str, str]:
     if blocked:
         lines.append(f"    for b in {loop}({n_blocks}):")
         lines += [f"        {local[id(v)]}_b = {local[id(v)]}_part[b]" for v in col_reds]
-        lines.append(f"        for r in range(b * {rows_per_block}, min(b * {rows_per_block} + {rows_per_block}, {R})):")
+        rb = rows_per_block
+        lines.append(f"        for r in range(b * {rb}, min(b * {rb} + {rb}, {R})):")
     else:
         lines.append(f"    for r in {loop}({R}):")
     if need_rc:

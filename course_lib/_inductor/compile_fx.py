@@ -10,9 +10,8 @@ a new one), calls the kernels and the extern ops in order, and returns tensors.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
-
 import sys
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -250,7 +249,8 @@ def compile_fx(gm: GraphModule, example_inputs: Sequence[Any], mode: str | None 
                 lines.append(f"    e{n_ext} = {arr[id(v.args[0])]}[{v.index}]")
             else:
                 namespace[f"op{n_ext}"] = v.target
-                lines.append(f"    e{n_ext} = _call_extern(op{n_ext}, {_fmt_args(v.args, arr, namespace)})  # {v.target.name}")
+                call = f"_call_extern(op{n_ext}, {_fmt_args(v.args, arr, namespace)})"
+                lines.append(f"    e{n_ext} = {call}  # {v.target.name}")
             if direct is None:
                 arr[id(v)] = f"e{n_ext}"
                 n_ext += 1

@@ -181,7 +181,8 @@ def _reduced_size(x: Value, dims: Any) -> int:
 
 
 @register_decomposition("sum")
-def _sum(L: Lowering, dt: np.dtype, x: Value, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Value | None:
+def _sum(L: Lowering, dt: np.dtype, x: Value, dim: Any = None, keepdim: bool = False,
+         dtype: Any = None) -> Value | None:
     return L.reduce("sum", x, dim, keepdim, dt)
 
 
@@ -193,7 +194,8 @@ def _mean(L: Lowering, dt: np.dtype, x: Value, dim: Any = None, keepdim: bool = 
 
 
 @register_decomposition("amax", "amin")
-def _amax(L: Lowering, dt: np.dtype, x: Value, dim: Any = (), keepdim: bool = False, *, _op: str = "max") -> Value | None:
+def _amax(L: Lowering, dt: np.dtype, x: Value, dim: Any = (), keepdim: bool = False, *,
+          _op: str = "max") -> Value | None:
     return L.reduce(_op, x, dim, keepdim, dt)
 
 
@@ -222,7 +224,8 @@ DECOMPOSITIONS["log_softmax"] = lambda L, dt, x, dim, dtype=None: _softmax(L, dt
 
 
 @register_decomposition("_log_softmax_backward_data")
-def _log_softmax_backward(L: Lowering, dt: np.dtype, grad: Value, out: Value, dim: int, input_dtype: Any) -> Value | None:
+def _log_softmax_backward(L: Lowering, dt: np.dtype, grad: Value, out: Value, dim: int,
+                          input_dtype: Any) -> Value | None:
     if not isinstance(grad, Value) or not _last_dim(out, dim) or grad.shape != out.shape or out.shape[-1] == 0 \
             or grad.dtype != dt or out.dtype != dt:
         return None
