@@ -40,15 +40,10 @@ CHUNK = 100
 
 # Programs on which the compiled run is known to differ from eager: (variant, seed) -> the defect.
 # They are left out of the chunks and run one by one as strict xfails, so a fix shows up as XPASS.
-_VIEW_OF_BASE = ("an in-place op on a graph value leaves the autograd history of its earlier views alone: wrong "
-                 "gradients, or a version error naming the view's op (test_a_view_sees_an_in_place_op_on_its_base_"
-                 "in_backward)")
 _SAVED_BY_GRAPH = ("aot: a value the in-place op's argument read was saved by the graph before the op, so any "
                    "backward through the graph fails its version check (test_aot_a_later_in_place_op_on_a_value_"
                    "the_graph_saved)")
 KNOWN_DIVERGENCES: dict[tuple[str, int], str] = {
-    ("eager", 850): _VIEW_OF_BASE,
-    ("eager", 960): _VIEW_OF_BASE,
     ("aot_eager", 100032): _SAVED_BY_GRAPH,
 }
 
@@ -586,8 +581,6 @@ def test_inductor_a_column_reduction_beside_a_pointwise_op_of_another_input(fres
     assert all(x.tolist() == y.tolist() for x, y in zip(got, want))
 
 
-@pytest.mark.xfail(strict=True, reason="the view v4 of the graph value v1 keeps its graph history after v1.tanh_(): "
-                   "backward skips tanh's derivative")
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_a_view_sees_an_in_place_op_on_its_base_in_backward(fresh_dynamo, backend):
     """Seeds 850, 960: v4 = v1[:2]; v1.tanh_(); v4.sum() -- eager's v4 goes through tanh in backward."""
