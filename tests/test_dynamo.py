@@ -166,6 +166,43 @@ def test_a_data_dependent_error_appears_at_the_same_point():
     assert _same(cf(x, cl.tensor([0, 3])), f(x, cl.tensor([0, 3])))
 
 
+def test_an_op_checking_a_real_index_is_recorded_and_checked_on_every_call():
+    def loss(x, w, y):
+        return nn.functional.cross_entropy(x @ w, y)
+
+    def pick(x, idx):
+        return (x * 2)[idx] + cl.gather(x * 3, 0, idx)
+
+    x, w = cl.randn(4, 5), cl.randn(5, 3)
+    out = cl.compiler.explain(loss)(x, w, cl.tensor([0, 2, 1, 2]))
+    assert (out.graph_count, out.graph_break_count) == (1, 0)   # nll_loss is in the graph
+    assert "nll_loss_forward" in [getattr(t, "name", str(t)) for t in out.ops_per_graph[0]]
+    cnt = CompileCounter()
+    cf = cl.compile(loss, backend=cnt)
+    for y in (cl.tensor([0, 2, 1, 2]), cl.tensor([1, 1, 0, 2])):
+        assert _same(cf(x, w, y), loss(x, w, y))
+    assert cnt.frame_count == 1            # a new target with the same metadata is a hit
+    for bad in (cl.tensor([0, 3, 1, 2]), cl.tensor([0, -1, 1, 2])):   # replayed: checked all the same
+        with pytest.raises(IndexError) as e1:
+            loss(x, w, bad)
+        with pytest.raises(IndexError) as e2:
+            cf(x, w, bad)
+        assert str(e1.value) == str(e2.value)
+    cnt = CompileCounter()
+    cp = cl.compile(pick, backend=cnt)
+    x = cl.randn(4)
+    for idx in (cl.tensor([0, 3]), cl.tensor([1, 2])):
+        assert _same(cp(x, idx), pick(x, idx))
+    assert cnt.frame_count == 1
+    with pytest.raises((IndexError, RuntimeError)) as e1:
+        pick(x, cl.tensor([0, 4]))
+    with pytest.raises((IndexError, RuntimeError)) as e2:
+        cp(x, cl.tensor([0, 4]))
+    assert (type(e1.value), str(e1.value)) == (type(e2.value), str(e2.value))
+    lazy = cl.compiler.explain(lambda x, i: x[i * 1])(cl.randn(4), cl.tensor([1, 2]))
+    assert lazy.graph_break_count == 1     # a lazy index still breaks: its values are unknown
+
+
 def _check(fn, make, n=4, backend="eager"):
     cf = cl.compile(fn, backend=backend)
     for seed in range(n):

@@ -66,7 +66,7 @@ def inductor(gm: Any, example_inputs: Sequence[Any], mode: str | None = None, **
             return compile_fx(g, inputs, mode=mode)
     else:
         fx_compiler = compile_fx
-    return aot_function(gm.forward, fx_compiler, compile_fx)
+    return aot_function(gm.forward, fx_compiler, fx_compiler)
 
 
 register_backend(eager, "eager")

@@ -281,6 +281,13 @@ _RANDOM_OPS = frozenset({
 
 _SPECIAL_OPS = _EAGER_OPS | _RANDOM_OPS
 
+# ops whose errors depend only on the values of these argument positions (the output shape does not):
+# when those are real tensors the op is checked eagerly on every call and recorded; a lazy one breaks
+_CHECKED_ARGS = {
+    "nll_loss_forward": (1,), "nll_loss_backward": (2,), "gather": (2,), "index_select": (2,),
+    "embedding": (1,), "embedding_dense_backward": (1,), "take": (1,), "scatter_add": (2,), "index": (1,),
+}
+
 _OPERATORS = {
     "__add__": ("add", operator.add, 2), "__sub__": ("sub", operator.sub, 2), "__mul__": ("mul", operator.mul, 2),
     "__truediv__": ("div", operator.truediv, 2), "__floordiv__": ("floor_divide", operator.floordiv, 2),
@@ -507,6 +514,10 @@ class Capture(TorchDispatchMode):
             return func(*args)
         name = func.name
         if name in _SPECIAL_OPS:
+            checked = _CHECKED_ARGS.get(name)
+            if checked is not None and self._any_lazy(args) and self._checkable(name, args, checked):
+                self._check_values(func, args)     # eager's error for the real values, on every call
+                return self._op(func, args)
             return self._eager(func, args, f"{name} depends on the values of its inputs"
                                if name in _EAGER_OPS else f"random op {name} runs eagerly")
         if func.is_inplace:
@@ -533,6 +544,44 @@ class Capture(TorchDispatchMode):
             elif isinstance(a, (list, tuple)) and self._any_lazy(a):
                 return True
         return False
+
+    def _checkable(self, name: str, args: tuple, checked: tuple) -> bool:
+        """Are the arguments whose values the op validates all real (integer tensors for ``index``)?"""
+        for i in checked:
+            a = args[i]
+            items = a if isinstance(a, (list, tuple)) else (a,)
+            for x in items:
+                if x is None:
+                    continue
+                if not isinstance(x, TensorBase) or (type(x._storage) is _LazyStorage and x._storage._capture is self):
+                    return False
+                if name == "index" and x.dtype.name not in ("int64", "int32"):
+                    return False    # a boolean (or uint8) mask: the output shape depends on the values
+        return True
+
+    def _check_values(self, func, args: tuple) -> None:
+        """Run ``func`` eagerly with zeros in place of the lazy tensors: the real arguments' values raise
+        eager's errors (out-of-range targets and indices) at the point eager raises them."""
+        from .._tensor import Tensor
+
+        def real(a: Any) -> Any:
+            if isinstance(a, TensorBase):
+                st = a._storage
+                if type(st) is _LazyStorage and st._capture is self:
+                    z = Storage(np.zeros(st._size, dtype=a.dtype.np), a.dtype, "cpu", size=st._size)
+                    return Tensor._make(z, a._offset, a._shape, a._stride, a.dtype)
+                return a
+            if isinstance(a, (list, tuple)):
+                return type(a)(real(x) for x in a)
+            return a
+        prev = grad_state.enabled
+        grad_state.enabled = False
+        self.breaking = True           # the check's own ops run eagerly
+        try:
+            func(*(real(a) for a in args))
+        finally:
+            self.breaking = False
+            grad_state.enabled = prev
 
     def _eager(self, func, args: tuple, reason: str):
         if self._any_lazy(args):
