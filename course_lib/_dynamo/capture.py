@@ -648,8 +648,8 @@ class Capture(TorchDispatchMode):
 
     def _op(self, func, args: tuple, real_view: bool = False):
         grad = grad_state.enabled
-        if self._seg_grad is None:
-            self._seg_grad = grad
+        if self._seg_grad is None or not self.n_nodes:
+            self._seg_grad = grad        # an op that added no node (a real view) does not fix the graph's mode
         new: list = []
         encs = []
         for a in args:
