@@ -618,8 +618,6 @@ def test_aot_a_later_in_place_op_on_a_value_the_graph_saved(fresh_dynamo):
     assert grads[1] == grads[0]
 
 
-@pytest.mark.xfail(strict=True, reason="after requires_grad_() ends a graph, an op under no_grad() in the next graph "
-                   "is recorded for autograd: gradients flow through it")
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_no_grad_after_requires_grad_on_a_detached_value(fresh_dynamo, backend):
     """Eager seed 10812 (outside the suite's ranges), reduced: a.grad took exp's derivative."""
