@@ -100,6 +100,53 @@ def test_break_reasons_are_the_first_line_of_torchs(capsys):
         assert ours.break_reasons[0].user_stack[0].lineno == theirs.break_reasons[0].user_stack[0].lineno
 
 
+def _print_fns(lib):
+    def noisy(x):
+        y = x.exp()
+        print("mean so far:", y.mean().item())
+        return y * 2
+
+    def print_first(x):
+        print("start")
+        return x + 1
+
+    def two_prints(x):
+        y = x + 1
+        print("a")
+        print("b")
+        return y * 2
+
+    def item_then_print(x):
+        y = x + 1
+        v = y.sum().item()
+        print(v)
+        return y * 2
+
+    def print_last(x):
+        y = x + 1
+        print("a")
+        return y
+
+    def print_only(x):
+        print("a")
+        return x
+    return noisy, print_first, two_prints, item_then_print, print_last, print_only
+
+
+def test_explain_counts_breaks_as_torch_does_around_prints_and_items(capsys):
+    """torch counts graph_count - 1 breaks and gives a reason per graph that ended at a break: a print or
+    .item() that would end an empty graph is no break."""
+    for ours_fn, theirs_fn in zip(_print_fns(cl), _print_fns(torch)):
+        ours = dynamo.explain(ours_fn)(cl.randn(4))
+        theirs = torch._dynamo.explain(theirs_fn)(torch.randn(4))
+        got = (ours.graph_count, ours.graph_break_count, [r.reason for r in ours.break_reasons],
+               [f.lineno for r in ours.break_reasons for f in r.user_stack])
+        want = (theirs.graph_count, theirs.graph_break_count,
+                [r.reason.split("\n")[0] for r in theirs.break_reasons],
+                [f.lineno for r in theirs.break_reasons for f in r.user_stack])
+        assert got == want, ours_fn.__name__
+
+
 def _module(lib, glob):
     class M(lib.nn.Module):
         def __init__(self):

@@ -893,14 +893,16 @@ class Capture(TorchDispatchMode):
             return
         reason, stack = why[0], why[1]
         forcing = why[2] if len(why) > 2 else None
-        if not final and self.explain is not None:
-            self.explain.append((reason, stack))
         if not final and self.cache.fullgraph and not self.disabled:
             from .exc import Unsupported
             if self.n_nodes or not from_print:
                 raise Unsupported(_fullgraph_message(reason, stack))
         if self.n_nodes:
+            compiled = len(self.cache.graphs)
             self._break(forcing, storage)
+            # as Dynamo's explain: a reason per graph that ended at a break (an empty graph is no graph)
+            if not final and self.explain is not None and len(self.cache.graphs) > compiled:
+                self.explain.append((reason, stack))
 
     def _break(self, forcing: TensorBase | None, storage: Storage | None) -> None:
         """Materialise, with this mode off the dispatcher's stack (the compiled graph runs below it)."""

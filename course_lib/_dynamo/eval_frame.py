@@ -211,7 +211,9 @@ def explain(f: Callable, *extra_args: Any, **extra_kwargs: Any) -> Callable[...,
         reasons = [GraphCompileReason(r, s) for r, s in breaks]
         times = "TorchDynamo compilation metrics:\nFunction    Runtimes (s)\n" \
                 f"_compile    {total:.4f}\n"
-        return ExplainOutput(graphs, len(graphs), len(reasons), reasons, sum(len(o) for o in ops), ops,
+        # torch counts graph_count - 1 breaks (-1 with no graph), and lists the reasons of the graphs that
+        # ended at a break: a break that would end an empty graph is neither
+        return ExplainOutput(graphs, len(graphs), len(graphs) - 1, reasons, sum(len(o) for o in ops), ops,
                              _capture.guards_of(cache), times)
     if extra_args or extra_kwargs:
         return inner(*extra_args, **extra_kwargs)
