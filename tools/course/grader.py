@@ -167,7 +167,8 @@ class CourseSnapshot:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
-    def take(cls, solutions_dir: Path) -> "CourseSnapshot":
+    def take(cls, solutions_dir: Path, wanted: set[str] | None = None) -> "CourseSnapshot":
+        """Read the course now; `wanted` (chapter numbers) limits the checks loaded to those chapters' (None: all)."""
         solutions_dir = Path(solutions_dir).resolve()
         if not solutions_dir.is_dir():
             raise CourseError(f"{solutions_dir}: no such folder")
@@ -180,7 +181,7 @@ class CourseSnapshot:
             chapters += iso.FileSnapshot.of(d, _chapter_file, prefix=d.name)
         titles: dict[str, str] = {}
         for rel in chapters.names():
-            if rel.endswith("/checks.py"):
+            if rel.endswith("/checks.py") and (wanted is None or chapter_of_name(rel) in wanted):
                 titles.update(_titles_from_source(chapters.read(rel)))
         course_pkg = Path(__file__).resolve().parent
         course_lib = iso.package_dir("course_lib")
@@ -196,9 +197,23 @@ class CourseSnapshot:
         judged: dict[str, dict[str, chk.Exercise]] = {}
         for rel in chapters.names():
             folder, _, name = rel.partition("/")
-            if name == "checks.py" and (number := chapter_of_name(folder)) is not None:
+            if name == "checks.py" and (number := chapter_of_name(folder)) is not None \
+                    and (wanted is None or number in wanted):
                 judged[number] = chk.load_checks_source(number, chapters.read(rel), str(chapters_dir / rel))
         return cls(solutions_dir, refs, chapters, libs, data, titles, watch, judged)
+
+    def judged_for(self, chapter: str) -> dict[str, chk.Exercise]:
+        """The chapter's exercises as judged; loaded now, from the snapshot's bytes, if `take` left them out."""
+        with self._lock:
+            if chapter not in self.judged:
+                rel = next((r for r in self.chapters.names() if r.endswith("/checks.py")
+                            and chapter_of_name(r) == chapter), None)
+                if rel is None:
+                    return {}
+                self.titles.update(_titles_from_source(self.chapters.read(rel)))
+                self.judged[chapter] = chk.load_checks_source(
+                    chapter, self.chapters.read(rel), str(self.solutions_dir.parent / "chapters" / rel))
+            return self.judged[chapter]
 
     def ref_for(self, path: Path) -> tuple[str, nbformat.NotebookNode]:
         """The solutions notebook a learner's notebook is graded against (name, notebook)."""
@@ -821,7 +836,9 @@ def grade_notebook(path: str | Path, solutions_dir: str | Path | None = None, ti
     result = NotebookResult(str(path))
     try:
         if snapshot is None:
-            snapshot = CourseSnapshot.take(Path(solutions_dir) if solutions_dir else find_solutions_dir(path.parent))
+            number = chapter_of_name(path.name)
+            snapshot = CourseSnapshot.take(Path(solutions_dir) if solutions_dir else find_solutions_dir(path.parent),
+                                           None if number is None else {number})
         _grade(path, data, snapshot, limits, keep, result, watch or snapshot.watch)
     except CourseError as e:
         result.error = str(e)
@@ -849,7 +866,7 @@ def _grade(path: Path, data: bytes | None, snap: CourseSnapshot, limits: Limits,
     if not nbio.check_cells(ref):
         raise CourseError(f"{snap.solutions_dir / ref_name}: the solutions notebook has no check cells")
 
-    judged = _draw_trials(ref, snap.judged.get(chapter, {}) if chapter else {}, secrets.randbits(64),
+    judged = _draw_trials(ref, snap.judged_for(chapter) if chapter else {}, secrets.randbits(64),
                           _probe_budget(limits))
     probes = {ex: j.payload for ex, j in judged.items()}
     before = watch.state()
@@ -927,12 +944,15 @@ def snapshots_for(paths: list[Path], solutions_dir: Path | None) -> dict[Path, C
     """The course snapshot each notebook is graded with (one per solutions folder), all taken now."""
     by_dir: dict[Path, CourseSnapshot | CourseError] = {}
     out: dict[Path, CourseSnapshot | CourseError] = {}
+    # only the checks of the chapters being graded are loaded (all of them if a name shows no chapter)
+    numbers = {chapter_of_name(Path(p).name) for p in paths}
+    wanted = None if None in numbers else numbers
     for p in paths:
         try:
             d = Path(solutions_dir) if solutions_dir else find_solutions_dir(Path(p).parent)
             d = d.resolve()
             if d not in by_dir:
-                by_dir[d] = CourseSnapshot.take(d)
+                by_dir[d] = CourseSnapshot.take(d, wanted)
             out[p] = by_dir[d]
         except CourseError as e:
             out[p] = e
