@@ -926,12 +926,18 @@ class Capture(TorchDispatchMode):
     def _materialise(self, forcing: TensorBase | None, storage: Storage | None) -> None:
         # the lazy tensors still alive, in node order; the one that forced the break goes first
         alive = []
+        storages = {}
+        views = bool(self.views)
         for j, r in self.lazies:
             t = r()
             if t is not None:
                 st = t._storage
                 if st.__class__ is _LazyStorage and st._capture is self:
                     alive.append((j, t))
+                    root = st._root
+                    storages[root] = st
+                    if root != j:
+                        views = True
         first = None
         if forcing is not None:
             if is_lazy(forcing) and forcing._storage._capture is self:
@@ -946,17 +952,11 @@ class Capture(TorchDispatchMode):
                 if t is not None and t.__dict__.get("grad_fn").__class__ is _LazyGradFn:
                     alive.append((j, t))
             alive.sort(key=_first)
-        order = [j for j, _ in alive if j != first]
-        if first is not None:
+        if first is None:
+            order = [j for j, _ in alive]
+        else:
+            order = [j for j, _ in alive if j != first]
             order.insert(0, first)
-        storages = {}
-        views = bool(self.views)
-        for j, t in alive:
-            st = t._storage
-            if st.__class__ is _LazyStorage and st._capture is self:
-                storages[st._root] = st
-                if st._root != j:
-                    views = True
         if views:
             have = set(order)
             for root in storages:
