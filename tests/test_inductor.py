@@ -61,6 +61,45 @@ def test_large_kernel_is_parallel():
     assert "prange(100000)" in c.source and "parallel=True" in c.source
 
 
+@pytest.mark.parametrize("n", [1000, 100_000])
+def test_long_float32_chain_is_split_into_loops_through_the_output(n):
+    # sin -> exp in one loop, tanh in a second reading the first's value back from the result buffer
+    x = cl.randn(n) * 3
+    c = _check(_chain, x)
+    assert c.source.count("out0[i] = t8  # for a later loop") == 1 and "t8 = out0[i]" in c.source
+    assert c.source.count("np.empty(") == 1
+    assert "big = max(big, np.int32(abs(t1) >= TRIG_LIMIT))" in c.source   # the vectorised check
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered")
+@pytest.mark.parametrize("n", [6, 100_000])
+def test_split_chain_with_large_sin_arguments_takes_the_exact_loop(n):
+    big = cl.tensor([0.5, 3e6, -1e30, 1e7, float("inf"), float("nan")])
+    x = big if n == 6 else cl.cat([cl.randn(n - 6), big])
+    c = _check(_chain, x)
+    assert "for a later loop" in c.source and "if big:" in c.source
+
+
+def test_chain_whose_carried_value_has_no_buffer_stays_one_loop():
+    def f(x):
+        a = cl.sin(x)
+        return cl.exp(a) * 2, cl.tanh(a).double()   # a (float32) is read after the split: no float32 buffer
+
+    c = _check(f, cl.randn(1000))
+    assert "for a later loop" not in c.source and c.source.count("for i in range(1000)") == 2  # fast, exact
+
+
+def test_split_chain_with_several_outputs_and_carried_values():
+    def f(x):
+        a = cl.sin(x) * x
+        b = cl.exp(-a.abs())
+        t = cl.tanh(a + b)
+        return t, cl.exp(t) + a, b * 2
+
+    c = _check(f, cl.randn(1000) * 2)
+    assert "for a later loop" in c.source
+
+
 @pytest.mark.parametrize("dtype", [cl.float32, cl.float64])
 def test_dtypes_and_broadcasting(dtype):
     a = cl.randn(4, 1, 5, dtype=dtype)

@@ -124,23 +124,89 @@ def _expr(v: Value, local: dict[int, str], local_dtype: dict[int, np.dtype], fas
     return expr
 
 
-def _values_body(group: FusionGroup, names: dict[int, str], outs: dict[int, str], fast: bool) -> tuple[list[str], int]:
-    """The loop body computing ``group.values`` (and storing its outputs); the number of sin/cos."""
+def _values_body(group: FusionGroup, names: dict[int, str], outs: dict[int, str], fast: bool,
+                 stage: list[Value] | None = None, carried: dict[int, str] | None = None,
+                 kept: dict[int, str] | None = None) -> tuple[list[str], int]:
+    """The loop body computing ``stage`` (default: ``group.values``) and storing its outputs; the number
+    of sin/cos.  ``carried``: Values of earlier stages this one reads, by the array holding them;
+    ``kept``: Values of this stage later ones read, by the array to store them in."""
     body: list[str] = []
     n_trig = 0
     local: dict[int, str] = {id(v): f"{names[id(v)]}_v" for v in group.inputs}
     local_dtype: dict[int, np.dtype] = {id(v): v.dtype for v in group.inputs}
-    for k, v in enumerate(group.values):
+    number = {id(v): k for k, v in enumerate(group.values)}
+    for v in group.values:
+        if carried and id(v) in carried:   # loaded before anything is stored (its array may be stored to)
+            local[id(v)], local_dtype[id(v)] = f"t{number[id(v)]}", v.dtype
+            body.append(f"        t{number[id(v)]} = {carried[id(v)]}[i]")
+    for v in group.values if stage is None else stage:
+        k = number[id(v)]
         expr = _expr(v, local, local_dtype, fast)
         if fast and v.op in ("sin", "cos") and _compute_dtype(v) == np.float32:
             n_trig += 1
-            body.append(f"        big = big | np.int32(abs({local[id(v.args[0])]}) >= TRIG_LIMIT)")
+            # (an int32 max: a reduction LLVM vectorises for free; an int32 OR of the same 0/1 costs a
+            # third of a sin -> exp loop over 4M float32, a bool one keeps the loop from vectorising)
+            body.append(f"        big = max(big, np.int32(abs({local[id(v.args[0])]}) >= TRIG_LIMIT))")
         name = f"t{k}"
         body.append(f"        {name} = {expr}")
         local[id(v)], local_dtype[id(v)] = name, v.dtype
         if id(v) in outs:
             body.append(f"        {outs[id(v)]}[i] = {name}")
+        elif kept and id(v) in kept:
+            body.append(f"        {kept[id(v)]}[i] = {name}  # for a later loop")
     return body, n_trig
+
+
+#: how much of a loop body each vectorised float32 function is (tanh is an exp and a division)
+STAGE_WEIGHT = {"exp": 1, "sin": 1, "cos": 1, "tanh": 2}
+#: the most weight one loop computes: a longer chain of them is split into loops over the whole array, the
+#: values one loop leaves to the next kept in an output buffer (a 4M float32 sin -> exp -> tanh chain: one
+#: loop 21 ms, two 15 ms at 1 thread; the one loop's body needs more vector registers than there are)
+STAGE_BUDGET = 2
+
+
+def _stages(group: FusionGroup, outs: dict[int, str]) -> tuple[list[list[Value]], list[dict[int, str]], dict[int, str]]:
+    """``group.values`` split into loops of at most ``STAGE_BUDGET`` weight; per loop, the Values of earlier
+    loops it reads, by the output array holding them; all of those.  One loop when they cannot be held (no
+    output buffer of their dtype computed late enough, or an output that overwrites an input)."""
+    one: tuple[list[list[Value]], list[dict[int, str]], dict[int, str]] = ([group.values], [{}], {})
+    if any(v.writes is not None for v in group.outputs):
+        return one
+    stages: list[list[Value]] = [[]]
+    weight = 0
+    for v in group.values:
+        w = STAGE_WEIGHT.get(v.op, 0) if _compute_dtype(v) == np.float32 else 0
+        if w and weight and weight + w > STAGE_BUDGET:
+            stages.append([])
+            weight = 0
+        stages[-1].append(v)
+        weight += w
+    if len(stages) == 1:
+        return one
+    stage_of = {id(v): s for s, vs in enumerate(stages) for v in vs}
+    last_read: dict[int, int] = {}
+    for s, vs in enumerate(stages):
+        for v in vs:
+            for a in v.inputs():
+                if id(a) in stage_of and stage_of[id(a)] < s:
+                    last_read[id(a)] = s
+    holder: dict[int, str] = {}
+    free = [o for o in group.outputs if o.shape == group.shape]
+    for v in group.values:
+        if id(v) not in last_read:
+            continue
+        if id(v) in outs:   # an output: read back from its own buffer
+            holder[id(v)] = outs[id(v)]
+            continue
+        # a buffer first stored to at or after the last loop reading v (that loop loads v before storing)
+        fit = [o for o in free if o.dtype == v.dtype and stage_of[id(o)] >= last_read[id(v)]]
+        if not fit:
+            return one
+        free.remove(fit[0])
+        holder[id(v)] = outs[id(fit[0])]
+    carried = [{id(v): holder[id(v)] for v in group.values
+                if id(v) in last_read and stage_of[id(v)] < s <= last_read[id(v)]} for s in range(len(stages))]
+    return stages, carried, holder
 
 
 def _coords(var: str, shape: tuple[int, ...], prefix: str, indent: str) -> list[str]:
@@ -357,22 +423,28 @@ def kernel_source(group: FusionGroup) -> tuple[str, str]:
                 body.append("        c0 = r")
     body += loads
 
-    fast_body, n_trig = _values_body(group, names, outs, fast=True)
+    stages, carried, held = _stages(group, outs)
+    fast = [_values_body(group, names, outs, True, vs, c, held) for vs, c in zip(stages, carried)]
+    n_trig = sum(k for _, k in fast)
     lines = [header_line(group, params), f"    # {' -> '.join(v.op for v in group.values)}; shape {shape}"]
-    if not n_trig:
-        lines += [f"    for i in {loop}({n}):", *body, *fast_body]
-    elif not parallel:   # one loop that notes whether any sin/cos argument was too large
-        lines += ["    big = np.int32(0)", f"    for i in range({n}):", *body, *fast_body]
-    else:   # blocks, each noting its too-large sin/cos arguments in a local (an int32 OR: a vectorisable
-        # reduction; a bool one keeps LLVM from vectorising the loop)
-        nblocks = -(-n // BLOCK)
-        lines += [f"    nbig = np.zeros({nblocks}, np.int32)",
-                  f"    for b in prange({nblocks}):",
-                  "        big = np.int32(0)",
-                  f"        for i in range(b * {BLOCK}, min(b * {BLOCK} + {BLOCK}, {n})):",
-                  *["    " + x for x in body + fast_body],
-                  "        nbig[b] = big"]
-        lines.append("    big = nbig.max()")
+    if n_trig:
+        lines.append(f"    {'any_big' if parallel else 'big'} = np.int32(0)")
+    for fast_body, stage_trig in fast:
+        if not stage_trig:
+            lines += [f"    for i in {loop}({n}):", *body, *fast_body]
+        elif not parallel:   # a loop that notes whether any sin/cos argument was too large
+            lines += [f"    for i in range({n}):", *body, *fast_body]
+        else:   # blocks, each noting its too-large sin/cos arguments in a local
+            nblocks = -(-n // BLOCK)
+            lines += [f"    nbig = np.zeros({nblocks}, np.int32)",
+                      f"    for b in prange({nblocks}):",
+                      "        big = np.int32(0)",
+                      f"        for i in range(b * {BLOCK}, min(b * {BLOCK} + {BLOCK}, {n})):",
+                      *["    " + x for x in body + fast_body],
+                      "        nbig[b] = big"]
+            lines.append("    any_big = any_big | nbig.max()")
+    if n_trig and parallel:
+        lines.append("    big = any_big")
     if n_trig:
         slow_body, _ = _values_body(group, names, outs, fast=False)
         lines += ["    if big:  # sin/cos arguments beyond TRIG_LIMIT: again with the C library's",
