@@ -262,17 +262,6 @@ def test_reset_restores_one_exercise_only(tmp_path):
     assert out.returncode == 2 and "no exercise 00.9" in out.stderr
 
 
-@pytest.mark.slow
-def test_execute_is_deterministic(tmp_path):
-    """Re-executing the solutions notebook reproduces it byte for byte."""
-    for src in SOLUTIONS.glob("*.ipynb"):
-        copy = tmp_path / src.name
-        copy.write_bytes(src.read_bytes())
-        out = _course("execute", copy)
-        assert out.returncode == 0, out.stderr
-        assert copy.read_bytes() == src.read_bytes(), f"{src.name}: `course execute` changes it"
-
-
 def test_execute_fails_loudly_on_an_error(tmp_path):
     path = tmp_path / "00_broken.ipynb"
     nbio.write_notebook(path, [nbio.code("1 / 0", id="boom"), nbio.check_cell("00.1", "x", 1, id="c")], title="b")

@@ -135,30 +135,6 @@ def test_chapter_source_round_trips(path, tmp_path):
     assert read_source(copy) == (title, cells)
 
 
-#: run first in the kernel of the test below: PyTorch looks absent, as on a learner's machine without it
-HIDE_PYTORCH = 'import sys\nsys.modules["torch"] = None  # `import torch` raises ImportError; find_spec gives None'
-
-
-@pytest.mark.slow
-@params
-def test_run_all_on_a_fresh_learner_notebook(path):
-    """Run All on a learner notebook, nothing filled in and PyTorch absent, gets to the end: every demo and
-    figure runs (one that needs an unfinished exercise prints a line saying so), and the only errors are the
-    check cells' NotAttempted."""
-    from nbclient import NotebookClient
-
-    nb = nbio.read(NOTEBOOKS / path.name)
-    nb.cells.insert(0, nbformat.v4.new_code_cell(HIDE_PYTORCH, id="hide-pytorch"))
-    NotebookClient(nb, timeout=300, allow_errors=True, kernel_name="python3",
-                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
-    errors = [(c, next(o for o in c.outputs if o.output_type == "error")) for c in nb.cells
-              if c.cell_type == "code" and any(o.output_type == "error" for o in c.outputs)]
-    broken = [f"{c.id}: {e.ename}: {e.evalue}" for c, e in errors if not nbio.is_check(c)]
-    assert not broken, f"cells other than checks raised in {path.name}: {broken}"
-    checks = nbio.check_cells(nb)
-    assert {c.id: e.ename for c, e in errors} == {c.id: "NotAttempted" for c in checks}
-
-
 @pytest.mark.slow
 def test_solutions_pass_and_learner_notebooks_fail_the_grader():
     paths = SOLUTIONS + [NOTEBOOKS / p.name for p in SOLUTIONS]
