@@ -142,6 +142,16 @@ SAMPLES["clamp_"] = [(T(2, 3), 0.0, 1.0)]
 SAMPLES["bitwise_not"] = SAMPLES["bitwise_not_"] = [(T(2, 3, dtype="int32"),), (T(3, dtype="bool"),)]
 SAMPLES["lerp_"] = [(T(2, 3), T(3), 0.5)]
 
+# factories and random ops: the meta run passes device="meta" (see test_meta_matches_cpu)
+SAMPLES.update({
+    "arange": [(0, 5, 1), (0.0, 2.0, 0.5)], "linspace": [(0.0, 1.0, 5)], "eye": [(3,), (2, 4)],
+    "empty": [((2, 3),)], "zeros": [((2, 3),)], "ones": [((2, 3),)], "full": [((2, 3), 1.5), ((2,), 3)],
+    "empty_strided": [((2, 3), (1, 2))], "scalar_tensor": [(2.5,)], "full_like": [(T(2, 3), 2.0)],
+    "rand": [((2, 3),)], "randn": [((2, 3),)], "randint": [(0, 5, (2, 3))], "randperm": [(5,)],
+    "randint_like": [(T(2, 3), 0, 5)], "geometric_": [(T(2, 3), 0.5)],
+    "multinomial": [(T(2, 3, values=[.2, .3, .5, .1, .1, .8]), 2)],
+})
+
 # ops whose output shape depends on the values: no meta kernel, as in PyTorch
 DATA_DEPENDENT = {"nonzero"}
 # backward helpers of the nn ops: exercised by the autograd tests through their forward ops
@@ -225,7 +235,10 @@ def test_meta_matches_cpu(name):
     for args in samples:
         full = _full_args(op, args)
         cpu = dispatch(op, _copy(full))
-        meta = dispatch(op, _to_meta(full))
+        meta_args = _to_meta(full)
+        if any(a.name == "device" for a in op.args):   # a factory: asked for meta
+            meta_args = tuple("meta" if a.name == "device" else v for a, v in zip(op.args, meta_args))
+        meta = dispatch(op, meta_args)
         assert _describe(meta) == _describe(cpu), (name, args)
         assert _meta_ok(meta), name
 
