@@ -1108,10 +1108,11 @@ else:
 # ### Per-op overhead: `mode="reduce-overhead"`
 #
 # On small tensors the arithmetic is nothing and the per-op overhead everything: a training step of a small MLP
-# is a few hundred dispatcher calls. `mode="reduce-overhead"` (in PyTorch: CUDA graphs) records the whole step
-# once and replays it with preallocated buffers, skipping the dispatcher, autograd's bookkeeping and the
-# allocation of every temporary. Here it is for an MLP 64-64-64-10, batch 32, plain SGD, timed in this process
-# (course_lib only).
+# is a few hundred dispatcher calls. `mode="reduce-overhead"` (in PyTorch: CUDA graphs) replays each captured
+# graph with preallocated buffers, skipping the dispatcher, autograd's bookkeeping and the allocation of every
+# temporary inside it; in course_lib the generated wrapper calls numpy directly, with `out=` buffers kept from the
+# first call. What runs between the graphs still pays the full per-op price. Here it is for an MLP 64-64-64-10,
+# batch 32, plain SGD, timed in this process (course_lib only).
 
 # %% id="measure-overhead" grader_runs="print('`course grade` skips the measurement (it compiles with numba)')"
 from course_lib import nn, optim
@@ -1170,9 +1171,12 @@ if len(results) == 2:
 #   was memory traffic, and it is gone. PyTorch's Inductor gets there the same way (one vectorised C++ loop);
 # - on the small MLP nothing is memory-bound: all a compiler can win is the per-op Python path, paid a few
 #   hundred times a step. How much it wins depends on the graphs: each break (`explain` listed them) is a return
-#   to Python, and what runs between graphs runs eagerly: course_lib checks `cross_entropy`'s targets on their
-#   values (so that a bad target raises where eager raises it), and `loss.backward()` runs the autograd engine.
-#   Dynamo breaks on `loss.backward()` too; PyTorch's `compiled_autograd` exists to capture the backward as well;
+#   to Python, and what runs between graphs runs eagerly. course_lib checks `cross_entropy`'s targets on every
+#   call before it runs the graph (a bad target raises where eager raises it), so the loss stays in the graph;
+#   `loss.backward()` ends it and runs the autograd engine (through the compiled backward), and the optimizer's
+#   updates then run eagerly, one op at a time, with all their per-op overhead. That is why this step is not yet
+#   faster compiled than eager in course_lib. Dynamo breaks on `loss.backward()` too, but captures the optimizer's
+#   updates as a second graph; PyTorch's `compiled_autograd` exists to capture the backward as well;
 # - compiling costs seconds, and every recompilation costs them again: it pays for a function called thousands
 #   of times with the same shapes, which is what training is. The seed's ResNet table shows it: the first epoch
 #   compiled takes twice as long as eager (12.2 s against 5.7 s), the later ones about as long, and accuracy is the
