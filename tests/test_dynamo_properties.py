@@ -566,8 +566,6 @@ def test_requires_grad_on_a_detached_graph_value(fresh_dynamo):
         assert _outcome(cl.compile(fn, backend="eager"), *args) == _outcome(fn, *args), fn.__name__
 
 
-@pytest.mark.xfail(strict=True, reason="course_lib/_inductor: the kernel generated for a column reduction beside "
-                   "a pointwise op of another input names an undefined variable (numba: name 'in1_v' is not defined)")
 def test_inductor_a_column_reduction_beside_a_pointwise_op_of_another_input(fresh_dynamo):
     """Inductor seed 200013 (of an earlier generator), reduced: b.amax(0) and c * 2 in one graph."""
     pytest.importorskip("numba")

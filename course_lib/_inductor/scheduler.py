@@ -61,7 +61,10 @@ def _joins(group: FusionGroup, v: Value) -> bool:
     if any(a.kind == "reduction" and a.axis == "cols" and a in group.values for a in v.inputs()):
         return False
     if v.kind == "pointwise":
-        return v.shape == group.shape or (group.geometry is not None and is_row_shape(v.shape, group.geometry))
+        # a value of one element per row joins only if it is computed from the group (a mean, an rstd): one that
+        # reads only values from outside is independent of the rows' loop and starts a kernel of its own
+        return v.shape == group.shape or (group.geometry is not None and is_row_shape(v.shape, group.geometry)
+                                          and any(a in group.values for a in v.inputs()))
     x = v.args[0]
     if x.shape != group.shape or (group.geometry is not None and group.geometry != v.geometry):
         return False
