@@ -380,6 +380,7 @@ class Capture(TorchDispatchMode):
 
     def __init__(self, cache: CodeCache, code, explain: list | None = None) -> None:
         self.cache = cache
+        self.dynamic = cache.dynamic
         self.code = code
         self.explain = explain          # a list collecting (reason, user_stack) of each break
         self.breaking = False
@@ -667,7 +668,7 @@ class Capture(TorchDispatchMode):
                     if v is not None and v[1]() is a:
                         encs.append(v[0])
                         continue
-                if not self.cache.dynamic:      # a new input: its metadata is part of the key
+                if not self.dynamic:      # a new input: its metadata is part of the key
                     self.in_ids[id(a)] = len(self.inputs)
                     self.inputs.append(a)
                     self.in_storages.add(id(st))
@@ -700,9 +701,10 @@ class Capture(TorchDispatchMode):
             return self._make(child, args, child.outs)
         self.cursor = child
         outs = child.outs
-        if outs[0] == "one" and not self.cache.dynamic:
-            return self._lazy(outs[1], args)
-        if self.cache.dynamic and (outs[0] == "one" or outs[0] == "many"):
+        if not self.dynamic:
+            if outs[0] == "one":
+                return self._lazy(outs[1], args)
+        elif outs[0] == "one" or outs[0] == "many":
             outs = self._meta_outs(func, args)[0]   # sizes are symbolic: this call's shapes
         return self._make(child, args, outs)
 
@@ -927,7 +929,7 @@ class Capture(TorchDispatchMode):
         # the lazy tensors still alive, in node order; the one that forced the break goes first
         alive = []
         storages = {}
-        views = bool(self.views)
+        views = False
         for j, r in self.lazies:
             t = r()
             if t is not None:
@@ -947,16 +949,17 @@ class Capture(TorchDispatchMode):
                 if t._storage is storage:
                     first = j
         if self.views:
+            views = True
             for j, r in self.views.values():
                 t = r()
                 if t is not None and t.__dict__.get("grad_fn").__class__ is _LazyGradFn:
                     alive.append((j, t))
             alive.sort(key=_first)
-        if first is None:
-            order = [j for j, _ in alive]
-        else:
-            order = [j for j, _ in alive if j != first]
+        order = [j for j, _ in alive]
+        if first is not None and (not order or order[0] != first):
+            order.remove(first)
             order.insert(0, first)
+            views = True                   # outputs no longer follow ``alive``: the general fill
         if views:
             have = set(order)
             for root in storages:
@@ -969,23 +972,29 @@ class Capture(TorchDispatchMode):
                 break
         else:
             end = self._new_end(step, outputs)
-        if end.compiled is not None:
+        compiled = end.compiled
+        if compiled is not None:
             g = self._seg_grad
             if g is None or g is grad_state.enabled:
-                results = end.compiled(*self.inputs)
+                results = compiled(*self.inputs)
             else:
                 prev = grad_state.enabled
                 grad_state.enabled = g
                 try:
-                    results = end.compiled(*self.inputs)
+                    results = compiled(*self.inputs)
                 finally:
                     grad_state.enabled = prev
             if results.__class__ is not tuple and results.__class__ is not list:
                 results = (results,)
-            tensors = dict(alive)
-            self._fill(outputs, results, tensors, storages)
             if views:
+                tensors = dict(alive)
+                self._fill(outputs, results, tensors, storages)
                 _link_views(alive, tensors, storages)
+            else:
+                # the common case: each output is one alive lazy tensor that owns its storage
+                in_storages = self.in_storages
+                for (j, t), v in zip(alive, results):
+                    _fill_one(storages[j], t, v, in_storages)
         for st in storages.values():
             st._capture = None            # from here on reading data is plain again
         if not self.finishing:
@@ -1008,30 +1017,14 @@ class Capture(TorchDispatchMode):
 
     def _fill(self, outputs: tuple, results: Any, tensors: dict, storages: dict) -> None:
         """Give each storage its values and each lazy tensor its ``grad_fn``."""
+        in_storages = self.in_storages
         for j, v in zip(outputs, results):
             st = storages.get(j)
             if st is not None:
-                shape, stride, offset = st._layout
-                vst = v._storage
-                if (v._offset == offset and v._stride == stride and vst.__class__ is Storage and vst._size == st._size
-                        and vst.dtype is st.dtype and vst.data is not None and id(vst) not in self.in_storages):
-                    _DATA.__set__(st, vst.data)   # adopt the result's buffer
-                    st._owner = vst
-                else:
-                    _DATA.__set__(st, _copy_into(v, st, shape, stride, offset))
-                    st._owner = st.data
+                _fill_storage(st, v, in_storages)
             t = tensors.get(j)
             if t is not None:
-                gf = v.grad_fn
-                if gf is not None:
-                    d = t.__dict__
-                    d["grad_fn"] = gf
-                    d["_output_nr"] = v._output_nr
-                    d["_version_counter"] = v._vc   # an in-place op on t invalidates what autograd saved of v
-                    d["_dynamo_twin"] = weakref.ref(v)
-                    t._requires_grad = True
-                elif t._requires_grad and t.__dict__.get("grad_fn").__class__ is _LazyGradFn:
-                    del t.__dict__["grad_fn"]
+                _take_grad_fn(t, v)
 
     def _compile(self, step: _Step, outputs: tuple) -> _End:
         gm = self._build_graph(step, outputs)
@@ -1096,6 +1089,41 @@ def _make_tensor(st, offset, shape, stride, dtype):
     global _make_tensor
     _make_tensor = Tensor._make
     return _make_tensor(st, offset, shape, stride, dtype)
+
+
+def _fill_storage(st: _LazyStorage, v: TensorBase, in_storages: set) -> None:
+    """Give ``st`` the values of the graph output ``v``: adopt its buffer when the layout matches, else copy."""
+    shape, stride, offset = st._layout
+    vst = v._storage
+    if (v._offset == offset and v._stride == stride and vst.__class__ is Storage and vst._size == st._size
+            and vst.dtype is st.dtype and vst.data is not None and id(vst) not in in_storages):
+        _DATA.__set__(st, vst.data)   # adopt the result's buffer
+        st._owner = vst
+    else:
+        data = _copy_into(v, st, shape, stride, offset)
+        _DATA.__set__(st, data)
+        st._owner = data
+
+
+def _take_grad_fn(t: TensorBase, v: TensorBase) -> None:
+    """The lazy tensor ``t`` takes the autograd identity of its graph output ``v``."""
+    gf = v.grad_fn
+    if gf is not None:
+        d = t.__dict__
+        d["grad_fn"] = gf
+        d["_output_nr"] = v._output_nr
+        d["_version_counter"] = v._vc   # an in-place op on t invalidates what autograd saved of v
+        d["_dynamo_twin"] = weakref.ref(v)
+        t._requires_grad = True
+    elif t._requires_grad and t.__dict__.get("grad_fn").__class__ is _LazyGradFn:
+        del t.__dict__["grad_fn"]
+
+
+def _fill_one(st: _LazyStorage, t: TensorBase, v: TensorBase, in_storages: set) -> None:
+    """``_fill_storage`` then ``_take_grad_fn`` for an output that is the only tensor of its storage."""
+    _fill_storage(st, v, in_storages)
+    if v.grad_fn is not None or t._requires_grad:
+        _take_grad_fn(t, v)
 
 
 def _copy_into(v: TensorBase, st: Storage, shape: tuple, stride: tuple, offset: int) -> np.ndarray:
