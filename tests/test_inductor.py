@@ -64,11 +64,27 @@ def test_large_kernel_is_parallel():
 @pytest.mark.parametrize("n", [1000, 100_000])
 def test_long_float32_chain_is_split_into_loops_through_the_output(n):
     # sin -> exp in one loop, tanh in a second reading the first's value back from the result buffer
-    x = cl.randn(n) * 3
+    x = cl.randn(n)
     c = _check(_chain, x)
     assert c.source.count("out0[i] = t8  # for a later loop") == 1 and "t8 = out0[i]" in c.source
     assert c.source.count("np.empty(") == 1
     assert "big = max(big, np.int32(abs(t1) >= TRIG_LIMIT))" in c.source   # the vectorised check
+
+
+def test_one_thread_runs_the_kernel_without_prange():
+    x = cl.randn(100_000)
+    c = _compile(_chain, x)
+    old = cl.get_num_threads()
+    try:
+        cl.set_num_threads(1)
+        one, k1 = c(x), c._namespace["kernel0"]
+        cl.set_num_threads(2)
+        two, k2 = c(x), c._namespace["kernel0"]
+    finally:
+        cl.set_num_threads(old)
+    assert not k1.targetoptions.get("parallel") and k2.targetoptions.get("parallel")
+    np.testing.assert_allclose(one.numpy(), _chain(x).numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(one.numpy(), two.numpy())
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered")
@@ -96,7 +112,7 @@ def test_split_chain_with_several_outputs_and_carried_values():
         t = cl.tanh(a + b)
         return t, cl.exp(t) + a, b * 2
 
-    c = _check(f, cl.randn(1000) * 2)
+    c = _check(f, cl.randn(1000))
     assert "for a later loop" in c.source
 
 

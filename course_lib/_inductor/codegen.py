@@ -386,15 +386,17 @@ def row_kernel_source(group: FusionGroup) -> tuple[str, str]:
     return src, sig
 
 
-def kernel_source(group: FusionGroup) -> tuple[str, str]:
-    """The Python source of ``group``'s kernel, and its numba signature string."""
+def kernel_source(group: FusionGroup, serial: bool = False) -> tuple[str, str]:
+    """The Python source of ``group``'s kernel, and its numba signature string (``serial``: with no
+    ``prange``, for one thread: numba's parallel loops cost a 4M float32 sin -> exp -> tanh chain 15%
+    at one thread)."""
     if group.geometry is not None:
         return row_kernel_source(group)
     shape, n = group.shape, int(np.prod(group.shape, dtype=np.int64))
     names = {id(v): f"in{k}" for k, v in enumerate(group.inputs)}
     outs = {id(v): f"out{k}" for k, v in enumerate(group.outputs)}
     params = [names[id(v)] for v in group.inputs] + [outs[id(v)] for v in group.outputs]
-    parallel = n >= PARALLEL_THRESHOLD
+    parallel = n >= PARALLEL_THRESHOLD and not serial
     loop = "prange" if parallel else "range"
     body: list[str] = []
     need_coords = False

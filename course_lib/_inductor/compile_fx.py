@@ -84,6 +84,9 @@ class CompiledFxGraph:
         self.n_kernels = n_groups
         self.n_externs = n_externs
         self._call = namespace["call"]
+        self._namespace = namespace
+        #: kernels with parallel loops, by name: the group (for its one-thread variant) and the kernel
+        self._parallel: dict[str, tuple[FusionGroup, Any]] = namespace["_parallel_kernels"]
         self._threads = 0
 
     @property
@@ -102,6 +105,10 @@ class CompiledFxGraph:
             import numba
             numba.set_num_threads(max(1, min(n, numba.config.NUMBA_NUM_THREADS)))
             self._threads = n
+            for name, (group, kernel) in self._parallel.items():   # one thread: the kernel without prange
+                if n == 1:
+                    kernel = compile_kernel(group, *kernel_source(group, serial=True))
+                self._namespace[name] = kernel
         return self._call(args)
 
 
@@ -144,11 +151,15 @@ def compile_fx(gm: GraphModule, example_inputs: Sequence[Any], mode: str | None 
     namespace: dict[str, Any] = {"np": np, "_flat": _flat, "_np": _np, "_call_extern": _call_extern,
                                  "_from_numpy": _to_tensor}
     kernel_sources: list[str] = []
+    parallel_kernels: dict[str, tuple[FusionGroup, Any]] = {}
     for s in steps:
         if isinstance(s, FusionGroup) and 0 not in s.shape:
             src, sig = kernel_source(s)
             kernel_sources.append(f"{decorator(s, src)}\n{src}")
             namespace[s.name] = compile_kernel(s, src, sig)
+            if s.geometry is None and "prange(" in src:
+                parallel_kernels[s.name] = (s, namespace[s.name])
+    namespace["_parallel_kernels"] = parallel_kernels
 
     # liveness: the step after which each value is last read (through aliases, by the root buffer)
     root: dict[int, Value] = {}
