@@ -479,8 +479,9 @@ class Capture(TorchDispatchMode):
                     self.cursor.renames.append((j, name))
 
     # -- ops ------------------------------------------------------------------------------
-    def _enc(self, a: Any, new: list) -> Any:
-        """An argument as part of an op's key: tensors by graph position, constants with their type."""
+    def _enc(self, a: Any) -> Any:
+        """An argument as part of an op's key: tensors by graph position, constants with their type (a new
+        input is appended to ``inputs``)."""
         if isinstance(a, TensorBase):
             st = a._storage
             if type(st) is _LazyStorage and st._capture is self:
@@ -494,10 +495,9 @@ class Capture(TorchDispatchMode):
             self.in_ids[id(a)] = len(self.inputs)
             self.inputs.append(a)
             self.in_storages.add(id(st))
-            new.append(a)
-            return ("new", self._dyn_meta(a) if self.cache.dynamic else _meta_of(a))
+            return ("new", self._dyn_meta(a) if self.dynamic else _meta_of(a))
         if isinstance(a, (list, tuple)):
-            return (type(a),) + tuple(self._enc(x, new) for x in a)
+            return (type(a),) + tuple(self._enc(x) for x in a)
         return (type(a), a)
 
     def _dyn_meta(self, t: TensorBase) -> tuple:
@@ -651,7 +651,8 @@ class Capture(TorchDispatchMode):
         grad = grad_state.enabled
         if self._seg_grad is None or not self.n_nodes:
             self._seg_grad = grad        # an op that added no node (a real view) does not fix the graph's mode
-        new: list = []
+        inputs = self.inputs
+        n_inputs = len(inputs)           # the new inputs this op reads are inputs[n_inputs:]
         encs = []
         for a in args:
             if isinstance(a, TensorBase):
@@ -669,16 +670,15 @@ class Capture(TorchDispatchMode):
                         encs.append(v[0])
                         continue
                 if not self.dynamic:      # a new input: its metadata is part of the key
-                    self.in_ids[id(a)] = len(self.inputs)
-                    self.inputs.append(a)
+                    self.in_ids[id(a)] = len(inputs)
+                    inputs.append(a)
                     self.in_storages.add(id(st))
-                    new.append(a)
                     encs.append(("new", (a._shape, a._stride, a._offset, a.dtype, a._requires_grad, a.__class__)))
                     continue
             elif not isinstance(a, (list, tuple)):
                 encs.append((a.__class__, a))
                 continue
-            encs.append(self._enc(a, new))
+            encs.append(self._enc(a))
         key = (func, grad, tuple(encs))
         for child in self.cursor.children:
             if child.key == key:
@@ -688,7 +688,7 @@ class Capture(TorchDispatchMode):
                 self._give_up(func, key)
                 return func(*args)
             try:
-                child = self._record(func, args, key, new, real_view)
+                child = self._record(func, args, key, inputs[n_inputs:], real_view)
             except BaseException:
                 self._drop_new_inputs()    # the op raised (as eager does): its inputs are not in the graph
                 raise
@@ -921,7 +921,7 @@ class Capture(TorchDispatchMode):
         try:
             self._materialise(forcing, storage)
         finally:
-            if i >= 0:
+            if i >= 0 and not self.finishing:   # after the last graph the mode stays off (__exit__ ends it)
                 stack.insert(i, self)
             self.breaking = False
 
