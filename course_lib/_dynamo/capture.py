@@ -378,24 +378,26 @@ def _local_trace(frame, event: str, arg: Any):
 class Capture(TorchDispatchMode):
     """One compiled call: records (or replays) the ops the Python dispatches, and breaks graphs."""
 
+    # flags a call sets only when it needs to (class defaults: a cache hit assigns none of them)
+    breaking = False
+    disabled = False           # past the recompile limit: the rest of the call runs eagerly
+    tracing = False
+    recorded = False           # this call added steps to the tree
+    finishing = False
+    _seg_grad = None           # grad mode of the current graph (set by its first op)
+    n_nodes = 0
+
     def __init__(self, cache: CodeCache, code, explain: list | None = None) -> None:
         self.cache = cache
         self.dynamic = cache.dynamic
         self.code = code
         self.explain = explain          # a list collecting (reason, user_stack) of each break
-        self.breaking = False
-        self.disabled = False           # past the recompile limit: the rest of the call runs eagerly
-        self.tracing = False
-        self.recorded = False           # this call added steps to the tree
-        self.finishing = False
-        self._seg_grad = None            # grad mode of the current graph (set by its first op)
         self.cursor = cache.root
         self.inputs: list = []
         self.in_ids: dict[int, int] = {}
         self.in_storages: set[int] = set()
         self.lazies: list = []
         self.views: dict = {}
-        self.n_nodes = 0
         self.named: set[int] = set()
         self.sym: dict[int, int] = {}
 
@@ -928,6 +930,7 @@ class Capture(TorchDispatchMode):
     def _materialise(self, forcing: TensorBase | None, storage: Storage | None) -> None:
         # the lazy tensors still alive, in node order; the one that forced the break goes first
         alive = []
+        order = []
         storages = {}
         views = False
         for j, r in self.lazies:
@@ -936,6 +939,7 @@ class Capture(TorchDispatchMode):
                 st = t._storage
                 if st.__class__ is _LazyStorage and st._capture is self:
                     alive.append((j, t))
+                    order.append(j)
                     root = st._root
                     storages[root] = st
                     if root != j:
@@ -955,7 +959,7 @@ class Capture(TorchDispatchMode):
                 if t is not None and t.__dict__.get("grad_fn").__class__ is _LazyGradFn:
                     alive.append((j, t))
             alive.sort(key=_first)
-        order = [j for j, _ in alive]
+            order = [j for j, _ in alive]
         if first is not None and (not order or order[0] != first):
             order.remove(first)
             order.insert(0, first)
@@ -1121,7 +1125,14 @@ def _take_grad_fn(t: TensorBase, v: TensorBase) -> None:
 
 def _fill_one(st: _LazyStorage, t: TensorBase, v: TensorBase, in_storages: set) -> None:
     """``_fill_storage`` then ``_take_grad_fn`` for an output that is the only tensor of its storage."""
-    _fill_storage(st, v, in_storages)
+    vst = v._storage
+    layout = st._layout
+    if (v._offset == layout[2] and v._stride == layout[1] and vst.__class__ is Storage and vst._size == st._size
+            and vst.dtype is st.dtype and vst.data is not None and id(vst) not in in_storages):
+        _DATA.__set__(st, vst.data)   # adopt the result's buffer
+        st._owner = vst
+    else:
+        _fill_storage(st, v, in_storages)
     if v.grad_fn is not None or t._requires_grad:
         _take_grad_fn(t, v)
 
