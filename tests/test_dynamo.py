@@ -686,3 +686,20 @@ def test_import_course_lib_does_not_import_the_compiler_stack():
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_break_forced_by_a_tensor_that_is_not_first_in_node_order_fills_every_output():
+    # the forcing tensor (c) comes after a and b: the outputs are reordered and all three keep their values
+    def f(x):
+        a = x + 1
+        b = x * 2
+        c = b.sum()
+        if c > 0:
+            return a - b, c
+        return a + b, c
+
+    g = cl.compile(f, backend="eager")
+    for values in ([1.0, 2.0, 3.0], [-1.0, -2.0, -3.0], [0.5, 0.25, 4.0]):
+        x = cl.tensor(values)
+        got, want = g(x), f(x)
+        assert [t.tolist() for t in got] == [t.tolist() for t in want]
