@@ -218,6 +218,9 @@ class TensorBase:
 
         ``memory_format="channels_last"`` (4-d) / ``"channels_last_3d"`` (5-d): the same rule with the
         channels innermost (dims in the order N, (D,) H, W, C); tensors of another rank are not.
+        Unlike PyTorch, whose memory formats are objects (``torch.channels_last``), course_lib names them with
+        strings (``"contiguous_format"``, ``"channels_last"``, ``"channels_last_3d"``, ``"preserve_format"``),
+        here and in ``contiguous``, ``clone``, ``to`` and the casts.
         """
         shape, stride = self._shape, self._stride
         if memory_format == "channels_last" or memory_format == "channels_last_3d":
