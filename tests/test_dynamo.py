@@ -534,7 +534,7 @@ GLOBAL_T = cl.randn(3)
 def test_backends_and_the_api():
     assert dynamo.list_backends() == ["inductor"]
     assert {"eager", "aot_eager", "inductor"} <= set(dynamo.list_backends(exclude_tags=()))
-    with pytest.raises(ValueError, match="Invalid backend"):
+    with pytest.raises(dynamo.exc.InvalidBackend, match="Invalid backend"):
         cl.compile(toy_example, backend="nope")
     with pytest.raises(RuntimeError, match="Unrecognized mode"):
         cl.compile(toy_example, mode="fast")

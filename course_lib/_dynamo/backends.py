@@ -85,8 +85,9 @@ def lookup_backend(backend: str | Callable, mode: str | None = None, options: di
     if callable(backend):
         return backend
     if backend not in _BACKENDS:
-        raise ValueError(f"Invalid backend: {backend!r}, see `course_lib._dynamo.list_backends()` for available "
-                         "backends.")
+        from .exc import InvalidBackend
+        raise InvalidBackend(f"Invalid backend: {backend!r}, see `course_lib._dynamo.list_backends()` for "
+                             "available backends.")
     fn = _BACKENDS[backend]
     if backend == "inductor" and mode is not None:
         return lambda gm, inputs: fn(gm, inputs, mode=mode)

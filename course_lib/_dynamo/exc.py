@@ -1,7 +1,7 @@
 """The exceptions of graph capture, as ``torch._dynamo.exc``."""
 from __future__ import annotations
 
-__all__ = ["TorchDynamoException", "Unsupported"]
+__all__ = ["TorchDynamoException", "Unsupported", "InvalidBackend"]
 
 
 class TorchDynamoException(RuntimeError):
@@ -10,3 +10,7 @@ class TorchDynamoException(RuntimeError):
 
 class Unsupported(TorchDynamoException):
     """A graph break under ``fullgraph=True``: the function cannot be captured as one graph."""
+
+
+class InvalidBackend(TorchDynamoException):
+    """``course_lib.compile(backend=...)`` named no registered backend."""
