@@ -480,3 +480,17 @@ def test_the_payload_carries_the_time_budget():
     statuses = [r["status"] for r in json.loads(run_probes("00.1", lambda n: __import__("time").sleep(1),
                                                            payload))["results"]]
     assert statuses[0] == "timeout" and set(statuses[1:]) == {"skipped"}
+
+
+def test_every_op_the_binding_check_may_draw_has_a_reference_binding():
+    """01.5 draws three registered ops with a secret seed: each one it may draw must give a reference
+    source that compiles (an arg named ``from`` would make every learner's grading an internal error)."""
+    checks = load_chapter_module("01", "checks", CHAPTERS)
+    import course_lib as cl
+
+    drawable = [op.schema for op in cl.OPS.values() if checks._literal_defaults(op.schema)]
+    assert len(drawable) > 100
+    for schema in drawable:
+        name = schema.split("(", 1)[0]
+        checks._signature(checks._reference_source(schema), name)
+    assert not checks._literal_defaults(cl.OPS["uniform_"].schema)

@@ -293,12 +293,17 @@ def _call_label(name, args, kwargs):
 
 
 def _literal_defaults(schema: str) -> bool:
-    """True if every default of the schema is a Python literal (as the exercise's schemas are)."""
+    """True if every default of the schema is a Python literal (as the exercise's schemas are) and
+    no argument is named after a Python keyword (``uniform_``'s ``from``: a generated ``def`` could
+    not name it, which is why those ops' bindings are written by hand)."""
     import ast
+    import keyword
 
     from course_lib._ops.registry import parse_schema
 
     for a in parse_schema(schema)[1]:
+        if keyword.iskeyword(a.name):
+            return False
         if a.default is not None:
             try:
                 ast.literal_eval("()" if a.default == "[]" else a.default)
