@@ -18,7 +18,8 @@ from ._tensor import Tensor
 from ._ops import kernels as _kernels
 
 # isort: split
-from . import _ops, autograd, compiler, memory, nn, optim, serialization
+from . import _ops, autograd, backends, compiler, cuda, memory, nn, optim, serialization, utils
+from ._compare import allclose, equal, is_floating_point, is_tensor, numel
 from ._creation import *  # noqa: F403
 from ._device import device
 from ._dtype import (
@@ -37,7 +38,6 @@ from ._dtype import (
     int32,
     int64,
     long,
-    promote_types,
     set_default_dtype,
     short,
     uint8,
@@ -52,6 +52,7 @@ from ._random import *  # noqa: F403
 from ._size import Size
 from ._storage import Storage, UntypedStorage
 from ._tensor_str import set_printoptions
+from ._type_info import can_cast, finfo, iinfo, promote_types
 from .autograd import nn_derivatives as _nn_derivatives
 from .autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .serialization import load, save
