@@ -41,27 +41,24 @@
 # %% [markdown] id="env-check-md"
 # ## Is your environment ready?
 #
-# Run the next cell (click it, then press <kbd>Shift</kbd>+<kbd>Enter</kbd>). It should end with
-# `All set.` If it raises an error instead, the message says what is missing; the README explains
-# how to (re)create the environment with one command.
+# Run the next cell (click it, then press <kbd>Shift</kbd>+<kbd>Enter</kbd>). It asks `course doctor`
+# to look at your setup: the Python version, the packages and their versions, the kernel JupyterLab
+# runs, the widget extension (without it the interactive figures show as text), write access, BLAS
+# threads and the optional PyTorch. It should end with `All set.` Each line marked `FIX` is a problem,
+# with what to do about it; `warn` lines are worth fixing but nothing breaks. In a terminal,
+# `course doctor` prints the same; the README explains how to (re)create the environment with one
+# command.
 
-# %% id="env-check"
+# %% id="env-check" grader_runs="import numpy as np; from course import check  # `course grade` skips the doctor"
 import sys
-from pathlib import Path
 
 assert sys.version_info >= (3, 10), f"this course needs Python 3.10 or newer, not {sys.version.split()[0]}"
 
-import matplotlib
 import numpy as np
 
-import course_lib
-from course import check
+from course import check, doctor
 
-print("Python     ", sys.version.split()[0])
-print("numpy      ", np.__version__)
-print("matplotlib ", matplotlib.__version__)
-print("course_lib  imported from", Path(list(course_lib.__path__)[0]).parent)
-print("All set.")
+doctor.run()
 
 # %% [markdown] id="tour"
 # ## A tour of what you will build

@@ -1,4 +1,4 @@
-"""The ``course`` command: ``course grade | make-student | reset | execute | build | release``."""
+"""The ``course`` command: ``course grade | make-student | reset | doctor | execute | build | release``."""
 from __future__ import annotations
 
 import argparse
@@ -72,6 +72,12 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("exercise", help="exercise id, e.g. 03.2")
     r.add_argument("--solutions", type=Path, metavar="DIR")
 
+    sub.add_parser("doctor", help="check that this Python, JupyterLab and the packages are ready for the course",
+                   description="Check the Python version, the course's packages, the kernel JupyterLab will use, "
+                               "the widget extension, write access, BLAS threads and the optional torch; "
+                               "print one line per problem saying what to fix. Exit status 1 if something "
+                               "must be fixed.")
+
     e = sub.add_parser("execute", help="(authors) run solutions notebooks and store the check outputs",
                        description="Run each notebook top to bottom in this environment; store the outputs "
                                    "of check cells only; fail if any cell raises.")
@@ -97,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
             return _make_student(args)
         if args.command == "reset":
             return _reset(args)
+        if args.command == "doctor":
+            from .doctor import main as doctor_main
+
+            return doctor_main()
         if args.command == "execute":
             from .execute import main as execute_main
 
