@@ -1,6 +1,6 @@
-"""Advanced indexing: ``index``, ``index_put_``, ``gather``, ``scatter_add``, ``index_select``,
-``masked_fill`` and ``nonzero``.  Each picks or writes elements by integer or bool tensors and
-(reading) always copies.
+"""Advanced indexing: ``index``, ``index_put_``, ``gather``, ``index_select``, ``masked_fill`` and
+``nonzero`` (``scatter_add`` and the other scatters are in ``scatter.py``).  Each picks or writes
+elements by integer or bool tensors and (reading) always copies.
 
 In PyTorch: ``aten/src/ATen/native/TensorAdvancedIndexing.cpp`` and ``IndexingUtils.h``
 (how index tensors are checked).  ``x[...]`` reaches ``index``/``index_put_`` through
@@ -158,19 +158,6 @@ def _check_gather(self, d, index):
             raise RuntimeError(f"index {hi if hi >= n else lo} is out of bounds for dimension {d} with size {n}")
 
 
-@register("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
-          meta=lambda self, dim, index, src: empty_meta(self._shape, self.dtype), kind="indexing")
-def scatter_add(self, dim, index, src):
-    """A copy of ``self`` with ``src`` added at ``index`` along ``dim`` (backward of ``gather``)."""
-    d = wrap_dim(dim, len(self._shape))
-    out = np.array(self._np(), copy=True)
-    idx = index._np()
-    grids = list(np.indices(idx.shape, sparse=True))
-    grids[d] = idx
-    np.add.at(out, tuple(grids), src._np()[tuple(slice(0, s) for s in idx.shape)])
-    return wrap(out, self.dtype)
-
-
 @register("index_select(Tensor self, int dim, Tensor index) -> Tensor",
           meta=lambda self, dim, index: empty_meta(
               self._shape[:wrap_dim(dim, len(self._shape))] + index._shape
@@ -195,9 +182,14 @@ def _check_index_select(self, d, index):
         raise IndexError("index out of range in self")
 
 
-@register("nonzero(Tensor self) -> Tensor", variants=("function", "method"), kind="indexing")
-def nonzero(self):
-    """Indices of the non-zero elements, one row each: shape (count, ndim), int64."""
+@register("nonzero(Tensor self, *, bool as_tuple=False) -> Tensor", variants=("function", "method"), kind="indexing")
+def nonzero(self, as_tuple=False):
+    """Indices of the non-zero elements, one row each: shape (count, ndim), int64.
+
+    ``as_tuple=True``: one 1-D tensor of indices per dim instead (a 0-d input counts as 1-D).
+    """
+    if as_tuple:
+        return tuple(wrap(i.astype(np.int64), _dtype.int64) for i in np.nonzero(np.atleast_1d(self._np())))
     return wrap(np.argwhere(self._np()).astype(np.int64), _dtype.int64)
 
 

@@ -19,7 +19,9 @@ from . import (  # noqa: F401
     normalization,
     pointwise,
     reductions,
+    scatter,
     softmax,
+    sorting,
     transformations,
     views,
 )

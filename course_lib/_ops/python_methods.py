@@ -24,7 +24,7 @@ from .python_variable_methods import VariableMethods as _Generated
 from .registry import OPS
 
 __all__ = ["var", "std", "swapaxes", "swapdims", "clip", "absolute", "negative", "multiply",
-           "subtract", "divide", "true_divide", "greater", "less", "concat", "concatenate"]
+           "subtract", "divide", "true_divide", "greater", "less", "concat", "concatenate", "var_mean", "std_mean"]
 
 # What a binary operator accepts on its right; anything else returns NotImplemented so that Python
 # tries the other operand (``x + "a"`` is Python's TypeError, as in PyTorch).  Two tensors of one
@@ -380,6 +380,16 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Standard deviation with Bessel's ``correction`` (see ``Tensor.std``)."""
     return dispatch(OPS["std"], _var_args(input, dim, unbiased, keepdim, correction))
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance and mean in one call, a (var, mean) tuple (see ``Tensor.var``)."""
+    return dispatch(OPS["var_mean"], _var_args(input, dim, unbiased, keepdim, correction))
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Standard deviation and mean in one call, a (std, mean) tuple (see ``Tensor.std``)."""
+    return dispatch(OPS["std_mean"], _var_args(input, dim, unbiased, keepdim, correction))
 
 
 def repeat(self, *sizes):

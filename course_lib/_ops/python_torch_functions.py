@@ -21,9 +21,11 @@ __all__ = [
     "all",
     "amax",
     "amin",
+    "aminmax",
     "any",
     "argmax",
     "argmin",
+    "argsort",
     "as_strided",
     "asin",
     "atan",
@@ -34,6 +36,7 @@ __all__ = [
     "bitwise_xor",
     "bmm",
     "broadcast_to",
+    "bucketize",
     "cat",
     "ceil",
     "chunk",
@@ -42,6 +45,8 @@ __all__ = [
     "convolution",
     "cos",
     "cosh",
+    "count_nonzero",
+    "cumprod",
     "cumsum",
     "detach",
     "diagonal",
@@ -63,11 +68,14 @@ __all__ = [
     "gather",
     "ge",
     "gt",
+    "index_add",
+    "index_fill",
     "index_select",
     "isclose",
     "isfinite",
     "isinf",
     "isnan",
+    "kthvalue",
     "le",
     "lerp",
     "log",
@@ -82,16 +90,22 @@ __all__ = [
     "logsumexp",
     "lt",
     "masked_fill",
+    "masked_select",
     "matmul",
     "max",
     "maximum",
     "mean",
+    "median",
     "min",
     "minimum",
     "mm",
+    "mode",
     "movedim",
+    "msort",
     "mul",
     "mv",
+    "nanmean",
+    "nansum",
     "narrow",
     "native_batch_norm",
     "native_group_norm",
@@ -109,13 +123,17 @@ __all__ = [
     "round",
     "rsqrt",
     "rsub",
+    "scatter",
     "scatter_add",
+    "scatter_reduce",
+    "searchsorted",
     "select",
     "sigmoid",
     "sign",
     "sin",
     "sinh",
     "softmax",
+    "sort",
     "split",
     "sqrt",
     "square",
@@ -124,14 +142,17 @@ __all__ = [
     "sub",
     "sum",
     "t",
+    "take_along_dim",
     "tan",
     "tanh",
+    "topk",
     "transpose",
     "tril",
     "triu",
     "trunc",
     "unbind",
     "unflatten",
+    "unique",
     "unsqueeze",
     "where",
 ]
@@ -193,6 +214,14 @@ def amin(self, dim=(), keepdim=False):
     return _dispatch(_OPS["amin"], (self, dim, keepdim))
 
 
+def aminmax(self, *, dim=None, keepdim=False):
+    """The smallest and the largest value over ``dim`` (all dims by default), as a (min, max) pair.
+
+    Schema: aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)
+    """
+    return _dispatch(_OPS["aminmax"], (self, dim, keepdim))
+
+
 def any(self, dim=None, keepdim=False):
     """True where some element over ``dim`` is non-zero (uint8 inputs give uint8).
 
@@ -215,6 +244,14 @@ def argmin(self, dim=None, keepdim=False):
     Schema: argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
     """
     return _dispatch(_OPS["argmin"], (self, dim, keepdim))
+
+
+def argsort(self, dim=-1, descending=False, *, stable=False):
+    """The indices that sort ``self`` along ``dim`` (``sort(...).indices``).
+
+    Schema: argsort(Tensor self, int dim=-1, bool descending=False, *, bool stable=False) -> Tensor
+    """
+    return _dispatch(_OPS["argsort"], (self, dim, descending, stable))
 
 
 def as_strided(self, size, stride, storage_offset=None):
@@ -297,6 +334,14 @@ def broadcast_to(self, size):
     return _dispatch(_OPS["broadcast_to"], (self, size))
 
 
+def bucketize(self, boundaries, *, out_int32=False, right=False):
+    """The bucket of each value of ``self`` for the sorted 1-D ``boundaries`` (``searchsorted`` with the roles swapped).
+
+    Schema: bucketize(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor
+    """
+    return _dispatch(_OPS["bucketize"], (self, boundaries, out_int32, right))
+
+
 def cat(tensors, dim=0):
     """Join tensors along an existing dim (their dtypes are promoted).
 
@@ -359,6 +404,22 @@ def cosh(self):
     Schema: cosh(Tensor self) -> Tensor
     """
     return _dispatch(_OPS["cosh"], (self,))
+
+
+def count_nonzero(self, dim=None):
+    """How many elements over ``dim`` (all dims by default) are not zero, as int64.
+
+    Schema: count_nonzero(Tensor self, int[1]? dim=None) -> Tensor
+    """
+    return _dispatch(_OPS["count_nonzero"], (self, dim))
+
+
+def cumprod(self, dim, *, dtype=None):
+    """Running product along ``dim``; integers and bools multiply in int64.
+
+    Schema: cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+    """
+    return _dispatch(_OPS["cumprod"], (self, dim, dtype))
 
 
 def cumsum(self, dim, *, dtype=None):
@@ -529,6 +590,22 @@ def gt(self, other):
     return _dispatch(_OPS["gt"], (self, other))
 
 
+def index_add(self, dim, index, source, *, alpha=1):
+    """A copy of ``self`` with ``alpha * source`` added to the slices ``index`` picks along ``dim``.
+
+    Schema: index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
+    """
+    return _dispatch(_OPS["index_add"], (self, dim, index, source, alpha))
+
+
+def index_fill(self, dim, index, value):
+    """A copy of ``self`` with ``value`` in the slices ``index`` picks along ``dim``.
+
+    Schema: index_fill(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
+    """
+    return _dispatch(_OPS["index_fill"], (self, dim, index, value))
+
+
 def index_select(self, dim, index):
     """Rows (or slices along ``dim``) picked by a 1-D index tensor.
 
@@ -567,6 +644,14 @@ def isnan(self):
     Schema: isnan(Tensor self) -> Tensor
     """
     return _dispatch(_OPS["isnan"], (self,))
+
+
+def kthvalue(self, k, dim=-1, keepdim=False):
+    """The ``k``-th smallest element along ``dim`` (``k`` counts from 1) and its index.
+
+    Schema: kthvalue(Tensor self, int k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)
+    """
+    return _dispatch(_OPS["kthvalue"], (self, k, dim, keepdim))
 
 
 def le(self, other):
@@ -681,6 +766,14 @@ def masked_fill(self, mask, value):
     return _dispatch(_OPS["masked_fill"], (self, mask, value))
 
 
+def masked_select(self, mask):
+    """The elements of ``self`` where ``mask`` is True, as a 1-D tensor (the two are broadcast first).
+
+    Schema: masked_select(Tensor self, Tensor mask) -> Tensor
+    """
+    return _dispatch(_OPS["masked_select"], (self, mask))
+
+
 def matmul(self, other):
     """The ``@`` operator: every rank combination PyTorch supports.
 
@@ -713,6 +806,14 @@ def mean(self, dim=None, keepdim=False, *, dtype=None):
     return _dispatch(_OPS["mean"], (self, dim, keepdim, dtype))
 
 
+def median(self, dim=None, keepdim=False):
+    """The lower median (of all elements, or with ``dim`` a (values, indices) pair); NaN if a NaN is present.
+
+    Schema: median(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+    """
+    return _dispatch(_OPS["median"], (self, dim, keepdim))
+
+
 def min(self, dim=None, keepdim=False):
     """Smallest element; with ``dim``, a (values, indices) pair; ``min(a, b)`` is ``minimum``.
 
@@ -737,12 +838,28 @@ def mm(self, mat2):
     return _dispatch(_OPS["mm"], (self, mat2))
 
 
+def mode(self, dim=-1, keepdim=False):
+    """The most frequent value along ``dim`` (the smallest of equally frequent ones) and its last index.
+
+    Schema: mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)
+    """
+    return _dispatch(_OPS["mode"], (self, dim, keepdim))
+
+
 def movedim(self, source, destination):
     """
 
     Schema: movedim(Tensor(a) self, int[1] source, int[1] destination) -> Tensor(a)
     """
     return _dispatch(_OPS["movedim"], (self, source, destination))
+
+
+def msort(self):
+    """Sort along the first dim (``sort(self, 0).values``).
+
+    Schema: msort(Tensor self) -> Tensor
+    """
+    return _dispatch(_OPS["msort"], (self,))
 
 
 def mul(self, other):
@@ -759,6 +876,22 @@ def mv(self, vec):
     Schema: mv(Tensor self, Tensor vec) -> Tensor
     """
     return _dispatch(_OPS["mv"], (self, vec))
+
+
+def nanmean(self, dim=None, keepdim=False, *, dtype=None):
+    """Mean over ``dim`` of the elements that are not NaN: ``nansum / count of non-NaN`` (as in PyTorch).
+
+    Schema: nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+    """
+    return _dispatch(_OPS["nanmean"], (self, dim, keepdim, dtype))
+
+
+def nansum(self, dim=None, keepdim=False, *, dtype=None):
+    """Sum over ``dim`` counting NaN as zero; integers and bools sum to int64.
+
+    Schema: nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+    """
+    return _dispatch(_OPS["nansum"], (self, dim, keepdim, dtype))
 
 
 def narrow(self, dim, start, length):
@@ -809,12 +942,12 @@ def neg(self):
     return _dispatch(_OPS["neg"], (self,))
 
 
-def nonzero(self):
+def nonzero(self, *, as_tuple=False):
     """Indices of the non-zero elements, one row each: shape (count, ndim), int64.
 
-    Schema: nonzero(Tensor self) -> Tensor
+    Schema: nonzero(Tensor self, *, bool as_tuple=False) -> Tensor
     """
-    return _dispatch(_OPS["nonzero"], (self,))
+    return _dispatch(_OPS["nonzero"], (self, as_tuple))
 
 
 def permute(self, dims):
@@ -897,12 +1030,36 @@ def rsub(self, other, *, alpha=1):
     return _dispatch(_OPS["rsub"], (self, other, alpha))
 
 
+def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+    """A copy of ``self`` with ``src`` (a tensor, or the number ``value``) written at ``index`` along ``dim``.
+
+    Schema: scatter(Tensor self, int dim, Tensor index, Tensor? src=None, *, Scalar? value=None, str? reduce=None) -> Tensor
+    """
+    return _dispatch(_OPS["scatter"], (self, dim, index, src, value, reduce))
+
+
 def scatter_add(self, dim, index, src):
-    """A copy of ``self`` with ``src`` added at ``index`` along ``dim`` (backward of ``gather``).
+    """A copy of ``self`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up).
 
     Schema: scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
     """
     return _dispatch(_OPS["scatter_add"], (self, dim, index, src))
+
+
+def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+    """Reduce ``src`` into a copy of ``self`` at ``index`` along ``dim``: sum, prod, mean, amax or amin.
+
+    Schema: scatter_reduce(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor
+    """
+    return _dispatch(_OPS["scatter_reduce"], (self, dim, index, src, reduce, include_self))
+
+
+def searchsorted(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None):
+    """Where each value of ``self`` would go in the sorted last dim of ``sorted_sequence`` to keep it sorted.
+
+    Schema: searchsorted(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor
+    """
+    return _dispatch(_OPS["searchsorted"], (sorted_sequence, self, out_int32, right, side, sorter))
 
 
 def select(self, dim, index):
@@ -951,6 +1108,14 @@ def softmax(self, dim, dtype=None):
     Schema: softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
     """
     return _dispatch(_OPS["softmax"], (self, dim, dtype))
+
+
+def sort(self, dim=-1, descending=False, *, stable=None):
+    """Sort along ``dim``: (values, indices) with ``values == self.gather(dim, indices)``.
+
+    Schema: sort(Tensor self, int dim=-1, bool descending=False, *, bool? stable=None) -> (Tensor values, Tensor indices)
+    """
+    return _dispatch(_OPS["sort"], (self, dim, descending, stable))
 
 
 def split(self, split_size, dim=0):
@@ -1017,6 +1182,14 @@ def t(self):
     return _dispatch(_OPS["t"], (self,))
 
 
+def take_along_dim(self, indices, dim=None):
+    """Pick values of ``self`` at ``indices`` along ``dim`` (``gather`` after broadcasting the other dims);
+
+    Schema: take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor
+    """
+    return _dispatch(_OPS["take_along_dim"], (self, indices, dim))
+
+
 def tan(self):
     """Tangent, elementwise.
 
@@ -1031,6 +1204,14 @@ def tanh(self):
     Schema: tanh(Tensor self) -> Tensor
     """
     return _dispatch(_OPS["tanh"], (self,))
+
+
+def topk(self, k, dim=-1, largest=True, sorted=True):
+    """The ``k`` largest (or smallest) elements along ``dim``, in order (also when ``sorted=False``).
+
+    Schema: topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+    """
+    return _dispatch(_OPS["topk"], (self, k, dim, largest, sorted))
 
 
 def transpose(self, dim0, dim1):
@@ -1079,6 +1260,14 @@ def unflatten(self, dim, sizes):
     Schema: unflatten(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)
     """
     return _dispatch(_OPS["unflatten"], (self, dim, sizes))
+
+
+def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct elements (or slices along ``dim``), sorted; optionally the inverse indices and the counts.
+
+    Schema: unique(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False, int? dim=None) -> Tensor
+    """
+    return _dispatch(_OPS["unique"], (self, sorted, return_inverse, return_counts, dim))
 
 
 def unsqueeze(self, dim):

@@ -98,6 +98,13 @@ class VariableMethods:
         """
         return _dispatch(_OPS["amin"], (self, dim, keepdim))
 
+    def aminmax(self, *, dim=None, keepdim=False):
+        """The smallest and the largest value over ``dim`` (all dims by default), as a (min, max) pair.
+
+        Schema: aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)
+        """
+        return _dispatch(_OPS["aminmax"], (self, dim, keepdim))
+
     def any(self, dim=None, keepdim=False):
         """True where some element over ``dim`` is non-zero (uint8 inputs give uint8).
 
@@ -118,6 +125,13 @@ class VariableMethods:
         Schema: argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
         """
         return _dispatch(_OPS["argmin"], (self, dim, keepdim))
+
+    def argsort(self, dim=-1, descending=False, *, stable=False):
+        """The indices that sort ``self`` along ``dim`` (``sort(...).indices``).
+
+        Schema: argsort(Tensor self, int dim=-1, bool descending=False, *, bool stable=False) -> Tensor
+        """
+        return _dispatch(_OPS["argsort"], (self, dim, descending, stable))
 
     def as_strided(self, size, stride, storage_offset=None):
         """Any (size, stride, offset) over the same storage, checked to stay inside it.
@@ -314,6 +328,20 @@ class VariableMethods:
         Schema: cosh_(Tensor(a!) self) -> Tensor(a!)
         """
         return _dispatch(_OPS["cosh_"], (self,))
+
+    def count_nonzero(self, dim=None):
+        """How many elements over ``dim`` (all dims by default) are not zero, as int64.
+
+        Schema: count_nonzero(Tensor self, int[1]? dim=None) -> Tensor
+        """
+        return _dispatch(_OPS["count_nonzero"], (self, dim))
+
+    def cumprod(self, dim, *, dtype=None):
+        """Running product along ``dim``; integers and bools multiply in int64.
+
+        Schema: cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+        """
+        return _dispatch(_OPS["cumprod"], (self, dim, dtype))
 
     def cumsum(self, dim, *, dtype=None):
         """Running sum along ``dim``.
@@ -546,6 +574,34 @@ class VariableMethods:
         """
         return _dispatch(_OPS["gt_"], (self, other))
 
+    def index_add(self, dim, index, source, *, alpha=1):
+        """A copy of ``self`` with ``alpha * source`` added to the slices ``index`` picks along ``dim``.
+
+        Schema: index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
+        """
+        return _dispatch(_OPS["index_add"], (self, dim, index, source, alpha))
+
+    def index_add_(self, dim, index, source, *, alpha=1):
+        """In-place version of ``index_add``: writes the result into ``self``.
+
+        Schema: index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)
+        """
+        return _dispatch(_OPS["index_add_"], (self, dim, index, source, alpha))
+
+    def index_fill(self, dim, index, value):
+        """A copy of ``self`` with ``value`` in the slices ``index`` picks along ``dim``.
+
+        Schema: index_fill(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
+        """
+        return _dispatch(_OPS["index_fill"], (self, dim, index, value))
+
+    def index_fill_(self, dim, index, value):
+        """In-place version of ``index_fill``: writes the result into ``self``.
+
+        Schema: index_fill_(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)
+        """
+        return _dispatch(_OPS["index_fill_"], (self, dim, index, value))
+
     def index_put_(self, indices, values, accumulate=False):
         """``self[indices] = values`` (or ``+=`` with ``accumulate``, adding repeated indices up).
 
@@ -587,6 +643,13 @@ class VariableMethods:
         Schema: isnan(Tensor self) -> Tensor
         """
         return _dispatch(_OPS["isnan"], (self,))
+
+    def kthvalue(self, k, dim=-1, keepdim=False):
+        """The ``k``-th smallest element along ``dim`` (``k`` counts from 1) and its index.
+
+        Schema: kthvalue(Tensor self, int k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)
+        """
+        return _dispatch(_OPS["kthvalue"], (self, k, dim, keepdim))
 
     def le(self, other):
         """
@@ -742,6 +805,13 @@ class VariableMethods:
         """
         return _dispatch(_OPS["masked_fill_"], (self, mask, value))
 
+    def masked_select(self, mask):
+        """The elements of ``self`` where ``mask`` is True, as a 1-D tensor (the two are broadcast first).
+
+        Schema: masked_select(Tensor self, Tensor mask) -> Tensor
+        """
+        return _dispatch(_OPS["masked_select"], (self, mask))
+
     def matmul(self, other):
         """The ``@`` operator: every rank combination PyTorch supports.
 
@@ -770,6 +840,13 @@ class VariableMethods:
         """
         return _dispatch(_OPS["mean"], (self, dim, keepdim, dtype))
 
+    def median(self, dim=None, keepdim=False):
+        """The lower median (of all elements, or with ``dim`` a (values, indices) pair); NaN if a NaN is present.
+
+        Schema: median(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+        """
+        return _dispatch(_OPS["median"], (self, dim, keepdim))
+
     def min(self, dim=None, keepdim=False):
         """Smallest element; with ``dim``, a (values, indices) pair; ``min(a, b)`` is ``minimum``.
 
@@ -791,12 +868,26 @@ class VariableMethods:
         """
         return _dispatch(_OPS["mm"], (self, mat2))
 
+    def mode(self, dim=-1, keepdim=False):
+        """The most frequent value along ``dim`` (the smallest of equally frequent ones) and its last index.
+
+        Schema: mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)
+        """
+        return _dispatch(_OPS["mode"], (self, dim, keepdim))
+
     def movedim(self, source, destination):
         """
 
         Schema: movedim(Tensor(a) self, int[1] source, int[1] destination) -> Tensor(a)
         """
         return _dispatch(_OPS["movedim"], (self, source, destination))
+
+    def msort(self):
+        """Sort along the first dim (``sort(self, 0).values``).
+
+        Schema: msort(Tensor self) -> Tensor
+        """
+        return _dispatch(_OPS["msort"], (self,))
 
     def mul(self, other):
         """Elementwise product, broadcasting.
@@ -818,6 +909,20 @@ class VariableMethods:
         Schema: mv(Tensor self, Tensor vec) -> Tensor
         """
         return _dispatch(_OPS["mv"], (self, vec))
+
+    def nanmean(self, dim=None, keepdim=False, *, dtype=None):
+        """Mean over ``dim`` of the elements that are not NaN: ``nansum / count of non-NaN`` (as in PyTorch).
+
+        Schema: nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+        """
+        return _dispatch(_OPS["nanmean"], (self, dim, keepdim, dtype))
+
+    def nansum(self, dim=None, keepdim=False, *, dtype=None):
+        """Sum over ``dim`` counting NaN as zero; integers and bools sum to int64.
+
+        Schema: nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+        """
+        return _dispatch(_OPS["nansum"], (self, dim, keepdim, dtype))
 
     def narrow(self, dim, start, length):
         """``length`` elements of ``dim`` from ``start``.
@@ -854,12 +959,12 @@ class VariableMethods:
         """
         return _dispatch(_OPS["neg_"], (self,))
 
-    def nonzero(self):
+    def nonzero(self, *, as_tuple=False):
         """Indices of the non-zero elements, one row each: shape (count, ndim), int64.
 
-        Schema: nonzero(Tensor self) -> Tensor
+        Schema: nonzero(Tensor self, *, bool as_tuple=False) -> Tensor
         """
-        return _dispatch(_OPS["nonzero"], (self,))
+        return _dispatch(_OPS["nonzero"], (self, as_tuple))
 
     def permute(self, *dims):
         """Reorder the dims: size and stride of new dim i are those of old dim dims[i].
@@ -966,12 +1071,47 @@ class VariableMethods:
         """
         return _dispatch(_OPS["rsqrt_"], (self,))
 
+    def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+        """A copy of ``self`` with ``src`` (a tensor, or the number ``value``) written at ``index`` along ``dim``.
+
+        Schema: scatter(Tensor self, int dim, Tensor index, Tensor? src=None, *, Scalar? value=None, str? reduce=None) -> Tensor
+        """
+        return _dispatch(_OPS["scatter"], (self, dim, index, src, value, reduce))
+
+    def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+        """In-place version of ``scatter``: writes the result into ``self``.
+
+        Schema: scatter_(Tensor(a!) self, int dim, Tensor index, Tensor? src=None, *, Scalar? value=None, str? reduce=None) -> Tensor(a!)
+        """
+        return _dispatch(_OPS["scatter_"], (self, dim, index, src, value, reduce))
+
     def scatter_add(self, dim, index, src):
-        """A copy of ``self`` with ``src`` added at ``index`` along ``dim`` (backward of ``gather``).
+        """A copy of ``self`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up).
 
         Schema: scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
         """
         return _dispatch(_OPS["scatter_add"], (self, dim, index, src))
+
+    def scatter_add_(self, dim, index, src):
+        """In-place version of ``scatter_add``: writes the result into ``self``.
+
+        Schema: scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)
+        """
+        return _dispatch(_OPS["scatter_add_"], (self, dim, index, src))
+
+    def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+        """Reduce ``src`` into a copy of ``self`` at ``index`` along ``dim``: sum, prod, mean, amax or amin.
+
+        Schema: scatter_reduce(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor
+        """
+        return _dispatch(_OPS["scatter_reduce"], (self, dim, index, src, reduce, include_self))
+
+    def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+        """In-place version of ``scatter_reduce``: writes the result into ``self``.
+
+        Schema: scatter_reduce_(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor(a!)
+        """
+        return _dispatch(_OPS["scatter_reduce_"], (self, dim, index, src, reduce, include_self))
 
     def select(self, dim, index):
         """Fix ``dim`` at ``index``: that dim disappears and the offset moves.
@@ -1043,6 +1183,13 @@ class VariableMethods:
         """
         return _dispatch(_OPS["softmax"], (self, dim, dtype))
 
+    def sort(self, dim=-1, descending=False, *, stable=None):
+        """Sort along ``dim``: (values, indices) with ``values == self.gather(dim, indices)``.
+
+        Schema: sort(Tensor self, int dim=-1, bool descending=False, *, bool? stable=None) -> (Tensor values, Tensor indices)
+        """
+        return _dispatch(_OPS["sort"], (self, dim, descending, stable))
+
     def split(self, split_size, dim=0):
         """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or of the given sizes.
 
@@ -1113,6 +1260,13 @@ class VariableMethods:
         """
         return _dispatch(_OPS["t"], (self,))
 
+    def take_along_dim(self, indices, dim=None):
+        """Pick values of ``self`` at ``indices`` along ``dim`` (``gather`` after broadcasting the other dims);
+
+        Schema: take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor
+        """
+        return _dispatch(_OPS["take_along_dim"], (self, indices, dim))
+
     def tan(self):
         """Tangent, elementwise.
 
@@ -1140,6 +1294,13 @@ class VariableMethods:
         Schema: tanh_(Tensor(a!) self) -> Tensor(a!)
         """
         return _dispatch(_OPS["tanh_"], (self,))
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        """The ``k`` largest (or smallest) elements along ``dim``, in order (also when ``sorted=False``).
+
+        Schema: topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+        """
+        return _dispatch(_OPS["topk"], (self, k, dim, largest, sorted))
 
     def transpose(self, dim0, dim1):
         """Swap two dims: swap their sizes and strides.
@@ -1196,6 +1357,13 @@ class VariableMethods:
         Schema: unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)
         """
         return _dispatch(_OPS["unfold"], (self, dimension, size, step))
+
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+        """The distinct elements (or slices along ``dim``), sorted; optionally the inverse indices and the counts.
+
+        Schema: unique(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False, int? dim=None) -> Tensor
+        """
+        return _dispatch(_OPS["unique"], (self, sorted, return_inverse, return_counts, dim))
 
     def unsqueeze(self, dim):
         """Insert a size-1 dim; its stride is chosen so the tensor stays as contiguous as it was.

@@ -21,10 +21,16 @@ _add_reduce = np.add.reduce
 
 def _return_type(name: str):
     """A (values, indices) named tuple printed like ``torch.return_types.max``."""
-    base = namedtuple(name, ["values", "indices"])
+    return _return_type_fields(name, ("values", "indices"))
+
+
+def _return_type_fields(name: str, fields: tuple):
+    """A named tuple with ``fields`` printed like ``torch.return_types.<name>``."""
+    base = namedtuple(name, fields)
 
     def __repr__(self):
-        return f"course_lib.return_types.{name}(\nvalues={self.values!r},\nindices={self.indices!r})"
+        body = ",\n".join(f"{f}={v!r}" for f, v in zip(fields, self))
+        return f"course_lib.return_types.{name}(\n{body})"
 
     cls = type(name, (base,), {"__slots__": (), "__repr__": __repr__,
                                "__module__": "course_lib.return_types"})
@@ -361,3 +367,124 @@ def _cumsum_meta(self, dim, dtype=None):
 
 
 cumsum.meta = _cumsum_meta
+
+
+def _cumprod_meta(self, dim, dtype=None):
+    wrap_dim(dim, len(self._shape))
+    return empty_meta(self._shape, _sum_dtype(self, dtype))
+
+
+@register("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", meta=_cumprod_meta, kind="reduction")
+def cumprod(self, dim, dtype=None):
+    """Running product along ``dim``; integers and bools multiply in int64."""
+    dt = _sum_dtype(self, dtype)
+    d = wrap_dim(dim, len(self._shape))
+    a = self._np()
+    return wrap(np.cumprod(a, axis=d, dtype=dt.np) if self._shape else a.astype(dt.np), dt)
+
+
+def _count_nonzero_meta(self, dim=None):
+    _, dims = _axes(self, dim)
+    return empty_meta(_out_shape(self._shape, dims, False), _dtype.int64)
+
+
+@register("count_nonzero(Tensor self, int[1]? dim=None) -> Tensor", meta=_count_nonzero_meta, kind="reduction")
+def count_nonzero(self, dim=None):
+    """How many elements over ``dim`` (all dims by default) are not zero, as int64."""
+    axis, dims = _axes(self, dim)
+    r = np.count_nonzero(self._np(), axis=axis)
+    return wrap(np.asarray(r, dtype=np.int64), _dtype.int64)
+
+
+@register("nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+          meta=_reduce_meta(_sum_dtype), kind="reduction")
+def nansum(self, dim=None, keepdim=False, dtype=None):
+    """Sum over ``dim`` counting NaN as zero; integers and bools sum to int64."""
+    axis, dims = _axes(self, dim)
+    dt = _sum_dtype(self, dtype)
+    a = self._np()
+    if self.dtype.is_floating_point:
+        a = np.where(np.isnan(a), 0, a)
+    return _finish(_add_reduce(a, axis=axis, dtype=dt.np, keepdims=keepdim), self, axis, dims, keepdim, dt)
+
+
+def _nanmean_check(self, dtype):
+    if not self.dtype.is_floating_point:
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{self.dtype._tensor_name}")
+
+
+@register("nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+          kind="composite")
+def nanmean(self, dim=None, keepdim=False, dtype=None):
+    """Mean over ``dim`` of the elements that are not NaN: ``nansum / count of non-NaN`` (as in PyTorch)."""
+    from .dispatcher import dispatch
+    from .registry import OPS
+    _nanmean_check(self, dtype)
+    not_nan = dispatch(OPS["logical_not"], (dispatch(OPS["isnan"], (self,)),))
+    count = dispatch(OPS["sum"], (not_nan, dim, keepdim, None))
+    return dispatch(OPS["div"], (dispatch(OPS["nansum"], (self, dim, keepdim, dtype)), count, None))
+
+
+aminmax_ret = _return_type_fields("aminmax", ("min", "max"))
+
+
+def _aminmax_check(self, dim):
+    if dim is None:
+        if self.numel() == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                               "identity.")
+        return None, tuple(range(len(self._shape)))
+    d = wrap_dim(dim, len(self._shape))
+    if self._shape and self._shape[d] == 0:
+        raise IndexError(f"aminmax(): Expected reduction dim {d} to have non-zero size.")
+    return (d if self._shape else None), ((d,) if self._shape else ())
+
+
+def _aminmax_meta(self, dim=None, keepdim=False):
+    _, dims = _aminmax_check(self, dim)
+    shape = _out_shape(self._shape, dims, keepdim)
+    return aminmax_ret(empty_meta(shape, self.dtype), empty_meta(shape, self.dtype))
+
+
+@register("aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)",
+          meta=_aminmax_meta, kind="reduction")
+def aminmax(self, dim=None, keepdim=False):
+    """The smallest and the largest value over ``dim`` (all dims by default), as a (min, max) pair."""
+    axis, dims = _aminmax_check(self, dim)
+    a = self._np()
+    lo = _finish(np.min(a, axis=axis, keepdims=keepdim), self, axis, dims, keepdim, self.dtype)
+    hi = _finish(np.max(a, axis=axis, keepdims=keepdim), self, axis, dims, keepdim, self.dtype)
+    return aminmax_ret(lo, hi)
+
+
+def _var_mean_meta(self, dim=None, correction=1, keepdim=False):
+    _, dims = _axes(self, dim)
+    dt = _float_only("var")(self)
+    shape = _out_shape(self._shape, dims, keepdim)
+    return empty_meta(shape, dt), empty_meta(shape, dt)
+
+
+def _var_std_mean(self, dim, correction, keepdim, name, fn):
+    if self.dtype.category != _dtype._FLOAT:
+        raise RuntimeError(f"{name}_mean only support floating point and complex dtypes")
+    spread = _var_std(self, dim, correction, keepdim, name, fn)
+    axis, dims = _axes(self, dim)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        m = np.mean(self._np(), axis=axis, keepdims=keepdim)
+    return spread, _finish(m, self, axis, dims, keepdim, self.dtype)
+
+
+@register("var_mean(Tensor self, int[1]? dim=None, *, Scalar? correction=1, bool keepdim=False) -> (Tensor, Tensor)",
+          meta=_var_mean_meta, variants=("function",), kind="reduction", manual_binding=True)
+def var_mean(self, dim=None, correction=1, keepdim=False):
+    """Variance and mean over ``dim`` in one call, as a plain (var, mean) tuple."""
+    return _var_std_mean(self, dim, correction, keepdim, "var", np.var)
+
+
+@register("std_mean(Tensor self, int[1]? dim=None, *, Scalar? correction=1, bool keepdim=False) -> (Tensor, Tensor)",
+          meta=_var_mean_meta, variants=("function",), kind="reduction", manual_binding=True)
+def std_mean(self, dim=None, correction=1, keepdim=False):
+    """Standard deviation and mean over ``dim`` in one call, as a plain (std, mean) tuple."""
+    return _var_std_mean(self, dim, correction, keepdim, "std", np.std)

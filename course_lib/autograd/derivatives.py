@@ -883,6 +883,88 @@ for _name, _node, _f in (("split", "SplitBackward0", _split_formula), ("chunk", 
 
 
 # ---------------------------------------------------------------------------
+# scatter, scatter_reduce, index_add, index_fill, masked_select (derivatives.yaml's formulas and
+# scatter_reduce_backward of FunctionsManual.cpp)
+# ---------------------------------------------------------------------------
+def _scatter_value(g, dim, index, value):
+    """``g.scatter(dim, index, value)`` with a number ``value``, through the dispatcher."""
+    return dispatch(OPS["scatter"], (g, dim, index, None, value, None))
+
+
+@derivative("scatter", lambda self, dim, index, src=None, value=None, reduce=None:
+            "ScatterBackward0" if src is not None and hasattr(src, "_shape") else "ScatterBackward1",
+            save={"index": ALL})
+def _scatter(ctx, g):
+    if ctx.reduce is not None:
+        raise RuntimeError("the derivative for 'scatter' with reduce is not implemented (use scatter_reduce)")
+    n = ctx.needs_input_grad
+    gself = _scatter_value(g, ctx.dim, ctx.index, 0) if n[0] else None
+    gsrc = g.gather(ctx.dim, ctx.index) if len(n) > 2 and n[2] else None
+    return gself, None, gsrc
+
+
+@derivative("scatter_reduce", "ScatterReduceBackward0", save={"self": ALL, "index": ALL, "src": ALL, "result": ALL})
+def _scatter_reduce(ctx, g):
+    import course_lib as _cl
+    dim, index, reduce, include_self = ctx.dim, ctx.index, ctx.reduce, ctx.include_self
+    reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)
+    self, src, result = ctx.self, ctx.src, ctx.result
+    if reduce == "sum":
+        gself, gsrc = g, g.gather(dim, index)
+    elif reduce == "mean":
+        n = (_cl.ones_like(g) if include_self else _cl.zeros_like(g)).scatter_add(dim, index, _cl.ones_like(src))
+        n = n.masked_fill(n == 0, 1)
+        gself = g / n
+        gsrc = g.gather(dim, index) / n.gather(dim, index)
+    elif reduce in ("amax", "amin"):
+        value = result.gather(dim, index)
+        self_is_result = (self == result).to(g.dtype)
+        src_is_value = (src == value).to(g.dtype)
+        g_distributed = g / self_is_result.scatter_add(dim, index, src_is_value)
+        gself = self_is_result * g_distributed
+        gsrc = src_is_value * g_distributed.gather(dim, index)
+    else:  # prod: the product of the others, with a single zero handled as PyTorch does
+        masked_self = self.masked_fill(self == 0, 1)
+        masked_self_result = masked_self.scatter_reduce(dim, index, src, reduce, include_self=include_self)
+        gself = g * masked_self_result / masked_self
+        src_zero = src == 0
+        src_num_zeros = _cl.zeros_like(self).scatter_add(dim, index, src_zero.to(self.dtype)).gather(dim, index)
+        src_single_zero = src_zero & (src_num_zeros == 1)
+        masked_src = src.masked_fill(src_single_zero, 1)
+        masked_src_result = self.scatter_reduce(dim, index, masked_src, reduce, include_self=include_self)
+        gsrc = _cl.where(src_single_zero, (g * masked_src_result).gather(dim, index),
+                         (g * result).gather(dim, index) / src.masked_fill(src_zero, 1))
+    if not include_self:
+        gself = _scatter_value(gself, dim, index, 0)
+    return gself, None, gsrc
+
+
+@derivative("index_add", "IndexAddBackward0", save={"index": ("source",)})
+def _index_add(ctx, g):
+    n = ctx.needs_input_grad
+    gsource = None
+    if n[2]:
+        gsource = g.index_select(ctx.dim, ctx.index).reshape(_shape(ctx, "source"))
+        if ctx.alpha != 1:
+            gsource = gsource * ctx.alpha
+    return (g if n[0] else None), None, gsource
+
+
+@derivative("index_fill", lambda self, dim, index, value: "IndexFillBackward1" if hasattr(value, "_shape")
+            else "IndexFillBackward0", save={"index": ALL})
+def _index_fill(ctx, g):
+    return g.index_fill(ctx.dim, ctx.index, 0), None
+
+
+@derivative("masked_select", "MaskedSelectBackward0", save={"mask": ALL, "self_geometry": ALL})
+def _masked_select(ctx, g):
+    import course_lib as _cl
+    shape = _cl.broadcast_shapes(ctx.self_geometry[0], ctx.mask._shape)
+    mask = ctx.mask if ctx.mask._shape == shape else ctx.mask.expand(shape)
+    return dispatch(OPS["index_put"], (_cl.zeros(shape, dtype=g.dtype), [mask], g, False)), None
+
+
+# ---------------------------------------------------------------------------
 # in-place variants (add_, mul_, exp_, ...): every one goes through the Autograd key, which
 # runs the out-of-place twin's formula (or refuses, e.g. on a leaf that requires grad).
 # ---------------------------------------------------------------------------
@@ -894,3 +976,119 @@ def _wire_inplace() -> None:
 
 
 _wire_inplace()
+
+
+# ---------------------------------------------------------------------------
+# sorting and selection: the gradient goes back to the positions the values came from
+# ---------------------------------------------------------------------------
+def _scatter_to_indices(ctx, g, g_indices=None):
+    """sort/topk: ``zeros(self.shape).scatter(dim, indices, grad)`` (the indices of one slice are distinct)."""
+    import course_lib as _cl
+    shape = _shape(ctx, "self")
+    if not shape:
+        return g
+    return _cl.zeros(shape, dtype=g.dtype).scatter_add(ctx.dim % len(shape), ctx.result1, g)
+
+
+def _select_one(ctx, g, g_indices=None):
+    """kthvalue/mode/median(dim): one element per slice; PyTorch's value_selecting_reduction_backward."""
+    import course_lib as _cl
+    shape = _shape(ctx, "self")
+    if not shape:
+        return g
+    d = ctx.dim % len(shape)
+    idx = ctx.result1
+    if not ctx.keepdim:
+        g, idx = g.unsqueeze(d), idx.unsqueeze(d)
+    return _cl.zeros(shape, dtype=g.dtype).scatter_add(d, idx, g)
+
+
+derivative("sort", lambda self, dim=-1, descending=False, stable=None:
+           "SortBackward0" if stable is None else "SortBackward1", save={"result1": ALL})(_scatter_to_indices)
+derivative("topk", "TopkBackward0", save={"result1": ALL})(_scatter_to_indices)
+derivative("kthvalue", "KthvalueBackward0", save={"result1": ALL})(_select_one)
+derivative("mode", "ModeBackward0", save={"result1": ALL})(_select_one)
+
+
+@derivative("median", lambda self, dim=None, keepdim=False: "MedianBackward0" if dim is None else "MedianBackward1",
+            save={"self": ALL, "result": ALL, "result1": ALL})
+def _median(ctx, g, g_indices=None):
+    if ctx.dim is None:
+        return _evenly(ctx, g)  # every element equal to the median shares the gradient, as for max()
+    return _select_one(ctx, g)
+
+
+@derivative("cumprod", "CumprodBackward0", save={"self": ALL, "result": ALL})
+def _cumprod(ctx, g):
+    x = ctx.self
+    if not x._shape:
+        return g
+    d = ctx.dim % len(x._shape)
+    if not bool((x == 0).any()):
+        # d out_k / d x_i = out_k / x_i for k >= i: a reversed cumulative sum
+        return (g * ctx.result).flip((d,)).cumsum(d).flip((d,)) / x
+    # with zeros, without dividing: grad_i = prod_{j<i} x_j * sum_{k>=i} g_k prod_{i<j<=k} x_j,
+    # the inner products taken as a cumprod over an (n, n) matrix per slice
+    import course_lib as _cl
+    xs = x.movedim(d, -1)
+    gs = g.movedim(d, -1)
+    n = xs._shape[-1]
+    upper = _cl.ones((n, n), dtype=x.dtype).triu(1)      # k > i
+    lower = _cl.ones((n, n), dtype=x.dtype).tril(0)      # k <= i
+    rows = xs.unsqueeze(-2) * upper + lower               # row i: 1 up to i, then x_{i+1}, x_{i+2}, ...
+    inner = (rows.cumprod(-1) * (1 - lower + _cl.eye(n, dtype=x.dtype)) * gs.unsqueeze(-2)).sum(-1)
+    before = _cl.cat([_cl.ones(xs._shape[:-1] + (1,), dtype=x.dtype), xs.narrow(-1, 0, n - 1)], -1).cumprod(-1)
+    return (before * inner).movedim(-1, d)
+
+
+@derivative("nansum", lambda self, dim=None, keepdim=False, dtype=None: "NansumBackward0", save={"self": ALL})
+def _nansum(ctx, g):
+    x = ctx.self
+    shape = x._shape
+    return _unreduce(g, shape, ctx.dim, ctx.keepdim).expand(shape) * (x == x).to(g.dtype)
+
+
+def _aminmax_dims(shape, dim):
+    return _reduced_dims(shape, None if dim is None else (dim,))
+
+
+@derivative("aminmax", "AminmaxBackward0", save={"self": ALL, "result": ALL, "result1": ALL})
+def _aminmax(ctx, g_min, g_max):
+    x = ctx.self
+    shape = x._shape
+    dims = _aminmax_dims(shape, ctx.dim)
+    out = None
+    for g, r in ((g_min, ctx.result), (g_max, ctx.result1)):
+        mask = (x == _unreduce(r, shape, ctx.dim, ctx.keepdim)).to(g.dtype)
+        part = _unreduce(g, shape, ctx.dim, ctx.keepdim) * mask / mask.sum(dims, keepdim=True)
+        out = part if out is None else out + part
+    return out
+
+
+def _spread_parts(ctx):
+    """The centred input, the reduced element count and the count minus the correction (var/std_mean)."""
+    x = ctx.self
+    shape = x._shape
+    dims = _reduced_dims(shape, ctx.dim)
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    mean = x.mean(dims, keepdim=True) if shape else x
+    return x - mean, n, n - ctx.correction
+
+
+@derivative("var_mean", "VarMeanBackward0", save={"self": ALL})
+def _var_mean(ctx, g_var, g_mean):
+    centred, n, dof = _spread_parts(ctx)
+    shape = centred._shape
+    return (_unreduce(g_var, shape, ctx.dim, ctx.keepdim) * 2 * centred / dof
+            + _unreduce(g_mean, shape, ctx.dim, ctx.keepdim).expand(shape) / n)
+
+
+@derivative("std_mean", "StdMeanBackward0", save={"self": ALL, "result": ALL})
+def _std_mean(ctx, g_std, g_mean):
+    centred, n, dof = _spread_parts(ctx)
+    shape = centred._shape
+    s = _unreduce(ctx.result, shape, ctx.dim, ctx.keepdim)
+    return (_unreduce(g_std, shape, ctx.dim, ctx.keepdim) * centred / (s * dof)
+            + _unreduce(g_mean, shape, ctx.dim, ctx.keepdim).expand(shape) / n)
