@@ -18,7 +18,7 @@ from ._tensor import Tensor
 from ._ops import kernels as _kernels
 
 # isort: split
-from . import _ops, autograd, backends, compiler, cuda, memory, nn, optim, serialization, utils
+from . import _ops, autograd, backends, compiler, cuda, linalg, memory, nn, optim, serialization, utils
 from ._compare import allclose, equal, is_floating_point, is_tensor, numel
 from ._creation import *  # noqa: F403
 from ._device import device

@@ -9,6 +9,7 @@ from __future__ import annotations
 # Importing a kernel module registers its ops.
 from . import (  # noqa: F401
     advanced_indexing,
+    batch_linalg,
     copies,
     fill,
     indexing,

@@ -48,6 +48,7 @@ __all__ = [
     "count_nonzero",
     "cumprod",
     "cumsum",
+    "det",
     "detach",
     "diagonal",
     "div",
@@ -71,6 +72,7 @@ __all__ = [
     "index_add",
     "index_fill",
     "index_select",
+    "inverse",
     "isclose",
     "isfinite",
     "isinf",
@@ -113,6 +115,7 @@ __all__ = [
     "ne",
     "neg",
     "nonzero",
+    "norm",
     "permute",
     "pow",
     "prod",
@@ -430,6 +433,14 @@ def cumsum(self, dim, *, dtype=None):
     return _dispatch(_OPS["cumsum"], (self, dim, dtype))
 
 
+def det(self):
+    """The determinant of each square matrix (``torch.linalg.det``).
+
+    Schema: det(Tensor self) -> Tensor
+    """
+    return _dispatch(_OPS["det"], (self,))
+
+
 def detach(self):
     """Same storage and version counter, no autograd history (not a view for ``_is_view``).
 
@@ -612,6 +623,14 @@ def index_select(self, dim, index):
     Schema: index_select(Tensor self, int dim, Tensor index) -> Tensor
     """
     return _dispatch(_OPS["index_select"], (self, dim, index))
+
+
+def inverse(self):
+    """The inverse of each square matrix (``torch.linalg.inv``).
+
+    Schema: inverse(Tensor self) -> Tensor
+    """
+    return _dispatch(_OPS["inverse"], (self,))
 
 
 def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
@@ -948,6 +967,14 @@ def nonzero(self, *, as_tuple=False):
     Schema: nonzero(Tensor self, *, bool as_tuple=False) -> Tensor
     """
     return _dispatch(_OPS["nonzero"], (self, as_tuple))
+
+
+def norm(self, p='fro', dim=None, keepdim=False, *, dtype=None):
+    """``torch.norm`` / ``Tensor.norm``: the 2-norm ('fro') or p-norm over ``dim`` (all dims by default), or 'nuc'.
+
+    Schema: norm(Tensor self, Scalar? p='fro', int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+    """
+    return _dispatch(_OPS["norm"], (self, p, dim, keepdim, dtype))
 
 
 def permute(self, dims):

@@ -350,6 +350,13 @@ class VariableMethods:
         """
         return _dispatch(_OPS["cumsum"], (self, dim, dtype))
 
+    def det(self):
+        """The determinant of each square matrix (``torch.linalg.det``).
+
+        Schema: det(Tensor self) -> Tensor
+        """
+        return _dispatch(_OPS["det"], (self,))
+
     def detach(self):
         """Same storage and version counter, no autograd history (not a view for ``_is_view``).
 
@@ -615,6 +622,13 @@ class VariableMethods:
         Schema: index_select(Tensor self, int dim, Tensor index) -> Tensor
         """
         return _dispatch(_OPS["index_select"], (self, dim, index))
+
+    def inverse(self):
+        """The inverse of each square matrix (``torch.linalg.inv``).
+
+        Schema: inverse(Tensor self) -> Tensor
+        """
+        return _dispatch(_OPS["inverse"], (self,))
 
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         """
@@ -965,6 +979,13 @@ class VariableMethods:
         Schema: nonzero(Tensor self, *, bool as_tuple=False) -> Tensor
         """
         return _dispatch(_OPS["nonzero"], (self, as_tuple))
+
+    def norm(self, p='fro', dim=None, keepdim=False, *, dtype=None):
+        """``torch.norm`` / ``Tensor.norm``: the 2-norm ('fro') or p-norm over ``dim`` (all dims by default), or 'nuc'.
+
+        Schema: norm(Tensor self, Scalar? p='fro', int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+        """
+        return _dispatch(_OPS["norm"], (self, p, dim, keepdim, dtype))
 
     def permute(self, *dims):
         """Reorder the dims: size and stride of new dim i are those of old dim dims[i].

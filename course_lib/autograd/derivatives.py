@@ -1092,3 +1092,76 @@ def _std_mean(ctx, g_std, g_mean):
     s = _unreduce(ctx.result, shape, ctx.dim, ctx.keepdim)
     return (_unreduce(g_std, shape, ctx.dim, ctx.keepdim) * centred / (s * dof)
             + _unreduce(g_mean, shape, ctx.dim, ctx.keepdim).expand(shape) / n)
+
+
+# ---------------------------------------------------------------------------
+# torch.linalg
+# ---------------------------------------------------------------------------
+def _norm_dims(shape, dim):
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return tuple(range(len(shape)))
+    return _reduced_dims(shape, dim)
+
+
+@derivative("linalg_vector_norm", "LinalgVectorNormBackward0", save={"self": ALL, "result": ALL})
+def _linalg_vector_norm(ctx, g):
+    x = ctx.self
+    shape = x._shape
+    dims = _norm_dims(shape, ctx.dim)
+    keep = ctx.keepdim or not shape
+    r, gg = ctx.result, g
+    if not keep:
+        for d in dims:
+            r, gg = r.unsqueeze(d), gg.unsqueeze(d)
+    p = ctx.ord
+    if p == 0:
+        return x * 0 * gg
+    if p == 1:
+        return gg * x.sign()
+    if math.isinf(p):
+        mask = (x.abs() == r).to(g.dtype)   # the gradient is shared by the elements at the max (min) |x|
+        return gg * x.sign() * mask / mask.sum(dims, keepdim=True)
+    if p == 2:
+        return x * (gg / r).masked_fill(r == 0, 0)
+    return x.sign() * x.abs() ** (p - 1) * (gg / r ** (p - 1)).masked_fill(r == 0, 0)
+
+
+@derivative("linalg_inv", "LinalgInvExBackward0", save={"result": ALL})
+def _linalg_inv(ctx, g):
+    r = ctx.result.mT
+    return -(r @ g @ r)
+
+
+@derivative("linalg_det", "LinalgDetBackward0", save={"A": ALL, "result": ALL})
+def _linalg_det(ctx, g):
+    # d det(A) = det(A) tr(A^-1 dA): gradient g det(A) A^-T (A must be invertible: no SVD path for singular A)
+    from .._ops.dispatcher import dispatch as _d
+    inv_t = _d(OPS["linalg_inv"], (ctx.A,)).mT
+    return (g * ctx.result).unsqueeze(-1).unsqueeze(-1) * inv_t
+
+
+@derivative("linalg_solve", "LinalgSolveExBackward0", save={"A": ALL, "result": ("A",)})
+def _linalg_solve(ctx, g):
+    # AX = B: gB = A^-T g, gA = -gB X^T;  XA = B: gB = g A^-T, gA = -X^T gB
+    from .._ops.dispatcher import dispatch as _d
+    A = ctx.A
+    left = ctx.left
+    gb = _d(OPS["linalg_solve"], (A.mT, g, left))
+    ga = None
+    if ctx.needs_input_grad[0]:
+        x = ctx.result
+        vector = len(x._shape) == len(A._shape) - 1
+        if vector:
+            ga = -(gb.unsqueeze(-1) @ x.unsqueeze(-2)) if left else -(x.unsqueeze(-1) @ gb.unsqueeze(-2))
+        else:
+            ga = -(gb @ x.mT) if left else -(x.mT @ gb)
+    return ga, gb
+
+
+@derivative("linalg_svdvals", "LinalgSvdBackward0", save={"A": ALL})
+def _linalg_svdvals(ctx, g):
+    # d s_i = u_i^T dA v_i: gradient U diag(g) Vh (distinct singular values; U, Vh are not recorded, so
+    # the second derivative is not available)
+    from .._ops.dispatcher import dispatch as _d
+    u, _, vh = _d(OPS["linalg_svd"], (ctx.A.detach(), False))
+    return (u * g.unsqueeze(-2)) @ vh

@@ -1,0 +1,374 @@
+"""``torch.linalg``'s ops: vector and matrix norms, inv, det, solve, svd, svdvals, qr, eigh.
+
+In PyTorch: ``aten/src/ATen/native/BatchLinearAlgebra.cpp`` (the LAPACK-backed
+decompositions and solvers) and ``LinearAlgebra.cpp`` (the norms).  Every op takes a batch
+of matrices (``(..., m, n)``) and calls numpy's ``linalg``, which runs LAPACK too.  The
+Python functions are in ``course_lib/linalg/__init__.py``; ``linalg_matrix_norm``,
+``linalg_norm`` and ``norm`` are composites of the others (as in PyTorch, so ``matrix_norm``
+with ``ord=1`` records an ``AmaxBackward0``).  A singular matrix raises ``LinAlgError``, a
+``RuntimeError`` (``torch.linalg.LinAlgError``).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _dtype
+from .common import broadcast_shapes, empty_meta, wrap, wrap_dims
+from .reductions import _return_type_fields
+from .registry import register
+
+__all__ = ["LinAlgError"]
+
+svd_ret = _return_type_fields("linalg_svd", ("U", "S", "Vh"))
+qr_ret = _return_type_fields("linalg_qr", ("Q", "R"))
+eigh_ret = _return_type_fields("linalg_eigh", ("eigenvalues", "eigenvectors"))
+
+
+class LinAlgError(RuntimeError):
+    """A linear algebra routine failed on its input (a singular matrix): ``torch.linalg.LinAlgError``."""
+
+
+def _dispatch(name: str, *args):
+    from .dispatcher import dispatch
+    from .registry import OPS
+    return dispatch(OPS[name], args)
+
+
+def _float_input(A, name: str) -> None:
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got {A.dtype._tensor_name}")
+
+
+def _matrix_input(A, name: str, square: bool = False) -> None:
+    """PyTorch's checks of a batch of matrices: at least 2-D, floating point, square if asked."""
+    if len(A._shape) < 2:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+    _float_input(A, name)
+    if square and A._shape[-1] != A._shape[-2]:
+        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are {A._shape[-2]} by "
+                           f"{A._shape[-1]} matrices")
+
+
+# ---------------------------------------------------------------------------
+# norms
+# ---------------------------------------------------------------------------
+def _norm_dtype(self, dtype, name: str = "linalg.vector_norm"):
+    _float_input(self, name)
+    if dtype is not None and not dtype.is_floating_point:
+        raise RuntimeError(f"{name}: dtype should be floating point or complex, but got {dtype._tensor_name}")
+    return dtype or self.dtype
+
+
+def _vector_norm_dims(self, ord, dim):  # noqa: A002
+    nd = len(self._shape)
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        dims = tuple(range(nd))
+    else:
+        dims = wrap_dims(dim, nd) if nd else ()
+    if ord < 0 or math.isinf(ord):
+        empty = self.numel() == 0 if not dims else any(self._shape[d] == 0 for d in dims)
+        if empty:
+            o = "inf" if ord == math.inf else "-inf" if ord == -math.inf else ord
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {o} norm on an empty tensor because the "
+                               "operation does not have an identity")
+    return dims
+
+
+def _vector_norm_meta(self, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A002
+    dt = _norm_dtype(self, dtype)
+    dims = _vector_norm_dims(self, ord, dim)
+    shape = tuple(1 if i in dims else s for i, s in enumerate(self._shape)) if keepdim else \
+        tuple(s for i, s in enumerate(self._shape) if i not in dims)
+    return empty_meta(shape, dt)
+
+
+@register("linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, "
+          "ScalarType? dtype=None) -> Tensor", meta=_vector_norm_meta, variants=(), kind="reduction")
+def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, dtype=None):  # noqa: A002
+    """``(sum |x|^ord)^(1/ord)`` over ``dim`` (all dims by default); ord 0 counts, +-inf take max/min of |x|."""
+    dt = _norm_dtype(self, dtype)
+    dims = _vector_norm_dims(self, ord, dim)
+    a = np.abs(self._np().astype(dt.np, copy=False))
+    axis = dims
+    if ord == 2:
+        r = np.sqrt(np.add.reduce(a * a, axis=axis, keepdims=keepdim))
+    elif ord == 1:
+        r = np.add.reduce(a, axis=axis, keepdims=keepdim)
+    elif ord == math.inf:
+        r = np.max(a, axis=axis, keepdims=keepdim)
+    elif ord == -math.inf:
+        r = np.min(a, axis=axis, keepdims=keepdim)
+    elif ord == 0:
+        r = np.add.reduce((a != 0).astype(dt.np), axis=axis, keepdims=keepdim)
+    else:
+        with np.errstate(divide="ignore"):
+            r = np.add.reduce(a ** ord, axis=axis, keepdims=keepdim) ** (1.0 / ord)
+    return wrap(np.asarray(r, dtype=dt.np), dt)
+
+
+_MATRIX_ORDS = ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf)
+
+
+def _matrix_norm_check(A, ord, dim):  # noqa: A002
+    if len(A._shape) < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    _float_input(A, "linalg.matrix_norm")
+    dim = (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
+    if not any(ord == o and type(ord) is not bool and isinstance(ord, str) == isinstance(o, str)
+               for o in _MATRIX_ORDS):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    d0, d1 = wrap_dims(dim, len(A._shape))
+    return d0, d1
+
+
+@register("linalg_matrix_norm(Tensor self, Scalar ord='fro', int[] dim=[-2,-1], bool keepdim=False, *, "
+          "ScalarType? dtype=None) -> Tensor", variants=(), kind="composite")
+def linalg_matrix_norm(self, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):  # noqa: A002
+    """A matrix norm over the two dims ``dim``: 'fro', 'nuc', 1/-1 (columns), inf/-inf (rows), 2/-2 (singular values)."""
+    d0, d1 = _matrix_norm_check(self, ord, dim)
+    A = self if dtype is None else _dispatch("_to_copy", self, dtype)
+    if ord == "fro":
+        return _dispatch("linalg_vector_norm", A, 2, (d0, d1), keepdim, None)
+    if ord in ("nuc", 2, -2):
+        # singular values of the matrices spanned by (d0, d1), moved to the last two dims
+        s = _dispatch("linalg_svdvals", _dispatch("movedim", A, (d0, d1), (-2, -1)))
+        r = _dispatch("sum", s, -1, False, None) if ord == "nuc" else \
+            _dispatch("amax" if ord == 2 else "amin", s, (-1,), False)
+        if keepdim:
+            for d in sorted((d0, d1)):
+                r = _dispatch("unsqueeze", r, d)
+        return r
+    # 1 / -1: largest / smallest column sum (sum over d0); inf / -inf: the same for rows (sum over d1)
+    first = d0 if abs(ord) == 1 else d1
+    sums = _dispatch("sum", _dispatch("abs", A), first, True, None)
+    return _dispatch("amax" if ord > 0 else "amin", sums, (d0, d1), keepdim)
+
+
+@register("linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, "
+          "ScalarType? dtype=None) -> Tensor", variants=(), kind="composite")
+def linalg_norm(self, ord=None, dim=None, keepdim=False, dtype=None):  # noqa: A002
+    """``torch.linalg.norm``: a vector norm over one dim (or all), a matrix norm over two."""
+    if dim is not None:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        if len(dims) == 1:
+            return _dispatch("linalg_vector_norm", self, 2 if ord is None else ord, dims, keepdim, dtype)
+        if len(dims) == 2:
+            return _dispatch("linalg_matrix_norm", self, "fro" if ord is None else ord, dims, keepdim, dtype)
+        raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {list(dims)}")
+    if ord is None:
+        return _dispatch("linalg_vector_norm", self, 2, None, keepdim, dtype)
+    nd = len(self._shape)
+    if isinstance(ord, str) or nd == 2:
+        return _dispatch("linalg_matrix_norm", self, ord, (-2, -1), keepdim, dtype)
+    if nd != 1:
+        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {nd}D.")
+    return _dispatch("linalg_vector_norm", self, ord, None, keepdim, dtype)
+
+
+@register("norm(Tensor self, Scalar? p='fro', int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) "
+          "-> Tensor", kind="composite")
+def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+    """``torch.norm`` / ``Tensor.norm``: the 2-norm ('fro') or p-norm over ``dim`` (all dims by default), or 'nuc'."""
+    if isinstance(p, str):
+        if p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2):
+            return _dispatch("linalg_vector_norm", self, 2, dim, keepdim, dtype)
+        dims = tuple(range(len(self._shape))) if dim is None else dim
+        return _dispatch("linalg_matrix_norm", self, p, dims, keepdim, dtype)
+    return _dispatch("linalg_vector_norm", self, 2.0 if p is None else p, dim, keepdim, dtype)
+
+
+# ---------------------------------------------------------------------------
+# inv, det, solve
+# ---------------------------------------------------------------------------
+def _zero_pivot(m: np.ndarray) -> int:
+    """The 1-based position of the first zero pivot of LU with partial pivoting (LAPACK getrf's ``info``)."""
+    u = np.array(m, dtype=np.float64)
+    n = u.shape[0]
+    for k in range(n):   # only on the error path, to word the message as PyTorch does
+        p = k + int(np.argmax(np.abs(u[k:, k])))
+        if u[p, k] == 0:
+            return k + 1
+        u[[k, p]] = u[[p, k]]
+        u[k + 1:] -= np.outer(u[k + 1:, k] / u[k, k], u[k])
+    return n
+
+
+def _singular_inv(a: np.ndarray) -> LinAlgError:
+    batch = a.reshape((-1,) + a.shape[-2:])
+    for i, m in enumerate(batch):
+        if not np.all(np.isfinite(m)) or np.linalg.matrix_rank(m) < m.shape[0]:
+            where = f"(Batch element {i}): " if a.ndim > 2 else ""
+            return LinAlgError(f"linalg.inv: {where}The diagonal element {_zero_pivot(m)} is zero, the inversion "
+                               "could not be completed because the input matrix is singular.")
+    return LinAlgError("linalg.inv: the input matrix is singular.")
+
+
+def _square_meta(name):
+    def meta(A):
+        _matrix_input(A, name, square=True)
+        return empty_meta(A._shape if name == "linalg.inv" else A._shape[:-2], A.dtype)
+    return meta
+
+
+@register("linalg_inv(Tensor A) -> Tensor", meta=_square_meta("linalg.inv"), variants=(), kind="linalg")
+def linalg_inv(A):
+    """The inverse of each square matrix of the batch ``A``."""
+    _matrix_input(A, "linalg.inv", square=True)
+    a = A._np()
+    try:
+        r = np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        raise _singular_inv(a) from None
+    return wrap(r, A.dtype)
+
+
+@register("inverse(Tensor self) -> Tensor", kind="composite")
+def inverse(self):
+    """The inverse of each square matrix (``torch.linalg.inv``)."""
+    return _dispatch("linalg_inv", self)
+
+
+@register("linalg_det(Tensor A) -> Tensor", meta=_square_meta("linalg.det"), variants=(), kind="linalg")
+def linalg_det(A):
+    """The determinant of each square matrix of the batch ``A``."""
+    _matrix_input(A, "linalg.det", square=True)
+    return wrap(np.asarray(np.linalg.det(A._np()), dtype=A.dtype.np), A.dtype)
+
+
+@register("det(Tensor self) -> Tensor", kind="composite")
+def det(self):
+    """The determinant of each square matrix (``torch.linalg.det``)."""
+    return _dispatch("linalg_det", self)
+
+
+def _solve_check(A, B, left):
+    _matrix_input(A, "linalg.solve", square=True)
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
+                           f"{A.dtype._tensor_name} and B of type {B.dtype._tensor_name} instead")
+    vector = len(B._shape) == 1 or (len(B._shape) == len(A._shape) - 1 and B._shape == A._shape[:-1])
+    n = A._shape[-1]
+    b_rows = B._shape[-1] if vector else B._shape[-2 if left else -1]
+    if b_rows != n:
+        bm = f"{B._shape[-1]}x1" if vector else f"{B._shape[-2]}x{B._shape[-1]}"
+        eq = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation {eq} ({n}x{n} and {bm})")
+    if vector:
+        shape = broadcast_shapes(A._shape[:-2], B._shape[:-1]) + (n,)
+    else:
+        shape = broadcast_shapes(A._shape[:-2], B._shape[:-2]) + B._shape[-2:]
+    return vector, shape
+
+
+def _solve_meta(A, B, left=True):
+    _, shape = _solve_check(A, B, left)
+    return empty_meta(shape, A.dtype)
+
+
+@register("linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor", meta=_solve_meta, variants=(),
+          kind="linalg")
+def linalg_solve(A, B, left=True):
+    """X with ``A @ X = B`` (``left=False``: ``X @ A = B``); ``B`` may be a (batch of) vector(s)."""
+    vector, _ = _solve_check(A, B, left)
+    a, b = A._np(), B._np()
+    if not left:
+        a = np.swapaxes(a, -1, -2)      # X A = B  <=>  A^T X^T = B^T
+        if not vector:
+            b = np.swapaxes(b, -1, -2)
+    try:
+        x = np.linalg.solve(a, b[..., None])[..., 0] if vector else np.linalg.solve(a, b)
+    except np.linalg.LinAlgError:
+        raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix is singular.") from None
+    if not left and not vector:
+        x = np.swapaxes(x, -1, -2)
+    return wrap(x, A.dtype)
+
+
+# ---------------------------------------------------------------------------
+# decompositions
+# ---------------------------------------------------------------------------
+def _svd_meta(A, full_matrices=True):
+    _matrix_input(A, "linalg.svd")
+    *batch, m, n = A._shape
+    k = min(m, n)
+    b = tuple(batch)
+    u = (m, m) if full_matrices else (m, k)
+    v = (n, n) if full_matrices else (k, n)
+    return svd_ret(empty_meta(b + u, A.dtype), empty_meta(b + (k,), A.dtype), empty_meta(b + v, A.dtype))
+
+
+@register("linalg_svd(Tensor A, bool full_matrices=True) -> (Tensor U, Tensor S, Tensor Vh)", meta=_svd_meta,
+          variants=(), kind="linalg")
+def linalg_svd(A, full_matrices=True):
+    """``A = U @ diag(S) @ Vh`` for each matrix of the batch; S descending (signs of U, Vh as LAPACK gives them)."""
+    _matrix_input(A, "linalg.svd")
+    u, s, vh = np.linalg.svd(A._np(), full_matrices=full_matrices)
+    return svd_ret(wrap(u, A.dtype), wrap(s, A.dtype), wrap(vh, A.dtype))
+
+
+def _svdvals_meta(A):
+    _matrix_input(A, "linalg.svd")
+    return empty_meta(A._shape[:-2] + (min(A._shape[-2:]),), A.dtype)
+
+
+@register("linalg_svdvals(Tensor A) -> Tensor", meta=_svdvals_meta, variants=(), kind="linalg")
+def linalg_svdvals(A):
+    """The singular values of each matrix of the batch, in descending order."""
+    _matrix_input(A, "linalg.svd")
+    return wrap(np.linalg.svd(A._np(), compute_uv=False), A.dtype)
+
+
+_QR_MODES = ("reduced", "complete", "r")
+
+
+def _qr_check(A, mode):
+    _matrix_input(A, "linalg.qr")
+    if mode not in _QR_MODES:
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
+                           "or 'complete'")
+
+
+def _qr_meta(A, mode="reduced"):
+    _qr_check(A, mode)
+    *batch, m, n = A._shape
+    k = m if mode == "complete" else min(m, n)
+    q = (0,) if mode == "r" else tuple(batch) + (m, k)
+    return qr_ret(empty_meta(q, A.dtype), empty_meta(tuple(batch) + (k, n), A.dtype))
+
+
+@register("linalg_qr(Tensor A, str mode='reduced') -> (Tensor Q, Tensor R)", meta=_qr_meta, variants=(),
+          kind="linalg")
+def linalg_qr(A, mode="reduced"):
+    """``A = Q @ R``, Q orthonormal columns, R upper triangular; ``mode='r'`` gives an empty Q."""
+    _qr_check(A, mode)
+    a = A._np()
+    if mode == "r":
+        return qr_ret(wrap(np.empty((0,), a.dtype), A.dtype), wrap(np.linalg.qr(a, mode="r"), A.dtype))
+    q, r = np.linalg.qr(a, mode=mode)
+    return qr_ret(wrap(q, A.dtype), wrap(r, A.dtype))
+
+
+def _eigh_check(A, UPLO):
+    if len(A._shape) >= 2 and not A.dtype.is_floating_point:
+        raise NotImplementedError(f"\"linalg_eigh_cpu\" not implemented for '{A.dtype._tensor_name}'")
+    _matrix_input(A, "linalg.eigh", square=True)
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+
+
+def _eigh_meta(A, UPLO="L"):
+    _eigh_check(A, UPLO)
+    return eigh_ret(empty_meta(A._shape[:-1], A.dtype), empty_meta(A._shape, A.dtype))
+
+
+@register("linalg_eigh(Tensor A, str UPLO='L') -> (Tensor eigenvalues, Tensor eigenvectors)", meta=_eigh_meta,
+          variants=(), kind="linalg")
+def linalg_eigh(A, UPLO="L"):
+    """Eigenvalues (ascending) and eigenvectors of each symmetric matrix, read from its ``UPLO`` triangle."""
+    _eigh_check(A, UPLO)
+    w, v = np.linalg.eigh(A._np(), UPLO=UPLO)
+    return eigh_ret(wrap(w, A.dtype), wrap(v, A.dtype))

@@ -1,0 +1,70 @@
+"""``course_lib.linalg``: norms, inverses, solvers and decompositions (``torch.linalg``).
+
+Each function calls its op through the dispatcher (kernels in ``course_lib/_ops/batch_linalg.py``),
+so autograd, modes and the meta device see them like any other op.  Derivatives exist for
+``vector_norm``, ``matrix_norm`` and ``norm`` (all orders), ``inv``, ``det`` (invertible matrices),
+``solve`` and ``svdvals`` (first order); ``svd``, ``qr`` and ``eigh`` have none: their outputs do not
+require grad (PyTorch differentiates them).
+"""
+from __future__ import annotations
+
+import numbers
+
+from .._ops.batch_linalg import LinAlgError
+from .._ops.dispatcher import dispatch as _dispatch
+from .._ops.registry import OPS as _OPS
+
+__all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "det", "solve", "svd", "svdvals", "qr",
+           "eigh"]
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """``(sum |x|^ord)^(1/ord)`` over ``dim`` (all dims by default); ``ord`` 0, +-inf allowed."""
+    if not isinstance(ord, numbers.Number):
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type(ord).__name__}")
+    return _dispatch(_OPS["linalg_vector_norm"], (x, ord, dim, keepdim, dtype))
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # noqa: A002
+    """A matrix norm ('fro', 'nuc', 1, -1, 2, -2, inf, -inf) of each matrix over the dims ``dim``."""
+    return _dispatch(_OPS["linalg_matrix_norm"], (A, ord, dim, keepdim, dtype))
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """A vector norm (``dim`` one dim, or all dims when ``ord`` is None) or a matrix norm (two dims)."""
+    return _dispatch(_OPS["linalg_norm"], (A, ord, dim, keepdim, dtype))
+
+
+def inv(A):
+    """The inverse of each square matrix of ``A``; ``LinAlgError`` if one is singular."""
+    return _dispatch(_OPS["linalg_inv"], (A,))
+
+
+def det(A):
+    """The determinant of each square matrix of ``A``."""
+    return _dispatch(_OPS["linalg_det"], (A,))
+
+
+def solve(A, B, *, left=True):
+    """X with ``A @ X = B`` (``left=False``: ``X @ A = B``); ``LinAlgError`` if A is singular."""
+    return _dispatch(_OPS["linalg_solve"], (A, B, left))
+
+
+def svd(A, full_matrices=True):
+    """``(U, S, Vh)`` with ``A = U @ diag(S) @ Vh``, singular values descending."""
+    return _dispatch(_OPS["linalg_svd"], (A, full_matrices))
+
+
+def svdvals(A):
+    """The singular values of each matrix of ``A``, descending."""
+    return _dispatch(_OPS["linalg_svdvals"], (A,))
+
+
+def qr(A, mode="reduced"):
+    """``(Q, R)`` with ``A = Q @ R``; ``mode`` 'reduced', 'complete' or 'r' (R only, Q empty)."""
+    return _dispatch(_OPS["linalg_qr"], (A, mode))
+
+
+def eigh(A, UPLO="L"):  # noqa: N803 (PyTorch's name)
+    """``(eigenvalues, eigenvectors)`` of each symmetric matrix, eigenvalues ascending."""
+    return _dispatch(_OPS["linalg_eigh"], (A, UPLO))
