@@ -94,3 +94,178 @@ def test_cuda_and_backends_answer_as_a_cpu_build(torch):
         assert outcome(getattr(cl.cuda, fn)) == outcome(getattr(torch.cuda, fn)), fn
     cl.backends.cudnn.benchmark = True  # the tutorials' flags are accepted
     cl.backends.cudnn.benchmark = False
+
+
+# ---------------------------------------------------------------------------
+# nn modules: torch's state_dict loaded, outputs and gradients compared (float64)
+# ---------------------------------------------------------------------------
+def _flat(out):
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _flat(o)]
+    return [] if out is None else [out]
+
+
+MODULES = [
+    # (id, constructor taking the library, input shapes, forward kwargs builder taking the library)
+    ("ConvTranspose2d", lambda m: m.nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2,
+                                                        dilation=2), [(2, 4, 5, 4)], None),
+    ("ConvTranspose2d-plain", lambda m: m.nn.ConvTranspose2d(3, 2, (2, 3), bias=False), [(3, 4, 5)], None),
+    ("ConvTranspose2d-pad", lambda m: m.nn.ConvTranspose2d(2, 2, 3, stride=(1, 3), padding=(2, 0)),
+     [(1, 2, 4, 3)], None),
+    ("PReLU", lambda m: m.nn.PReLU(3, init=0.1), [(2, 3, 4)], None),
+    ("PReLU-shared", lambda m: m.nn.PReLU(), [(5,)], None),
+    ("MaxPool1d", lambda m: m.nn.MaxPool1d(3, stride=2, padding=1, dilation=1), [(2, 3, 9)], None),
+    ("AvgPool1d", lambda m: m.nn.AvgPool1d(3, stride=2, padding=1, count_include_pad=False, ceil_mode=True),
+     [(2, 3, 8)], None),
+    ("Upsample-nearest", lambda m: m.nn.Upsample(scale_factor=2.5), [(1, 2, 3, 4)], None),
+    ("Upsample-nearest-size", lambda m: m.nn.Upsample(size=(5, 3)), [(1, 2, 3, 4)], None),
+    ("Upsample-bilinear", lambda m: m.nn.Upsample(size=(5, 7), mode="bilinear"), [(1, 2, 3, 4)], None),
+    ("Upsample-bilinear-ac", lambda m: m.nn.Upsample(scale_factor=1.7, mode="bilinear", align_corners=True),
+     [(2, 1, 3, 4)], None),
+    ("Upsample-linear", lambda m: m.nn.Upsample(scale_factor=3, mode="linear"), [(2, 1, 4)], None),
+    ("RNN", lambda m: m.nn.RNN(3, 4, num_layers=2, nonlinearity="relu", bidirectional=True), [(5, 2, 3)], None),
+    ("RNN-unbatched", lambda m: m.nn.RNN(3, 4, bias=False), [(5, 3)], None),
+    ("LSTM", lambda m: m.nn.LSTM(3, 4, num_layers=2, batch_first=True, bidirectional=True), [(2, 5, 3)], None),
+    ("LSTM-hx", lambda m: m.nn.LSTM(3, 4), [(5, 2, 3), (1, 2, 4), (1, 2, 4)], "lstm_hx"),
+    ("GRU", lambda m: m.nn.GRU(3, 4, num_layers=2, batch_first=True), [(2, 5, 3), (2, 2, 4)], "hx"),
+    ("GRU-bi", lambda m: m.nn.GRU(3, 4, bidirectional=True), [(5, 2, 3)], None),
+    ("MHA", lambda m: m.nn.MultiheadAttention(8, 2), [(4, 2, 8), (5, 2, 8), (5, 2, 8)], "mha"),
+    ("MHA-batch-first-masks", lambda m: m.nn.MultiheadAttention(8, 2, batch_first=True), [(2, 4, 8)] * 3,
+     "mha_masks"),
+    ("MHA-kdim-bias-kv", lambda m: m.nn.MultiheadAttention(6, 3, kdim=4, vdim=5, add_bias_kv=True,
+                                                            add_zero_attn=True),
+     [(3, 2, 6), (4, 2, 4), (4, 2, 5)], "mha_per_head"),
+    ("TransformerEncoderLayer", lambda m: m.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16),
+     [(5, 2, 8)], "src_mask"),
+    ("TransformerEncoderLayer-norm-first", lambda m: m.nn.TransformerEncoderLayer(
+        8, 2, dim_feedforward=16, activation="gelu", batch_first=True, norm_first=True), [(2, 5, 8)], "pad_mask"),
+]
+
+
+def _call(m, mod, inputs, kind):
+    if kind is None:
+        return mod(*inputs)
+    if kind == "hx":
+        return mod(inputs[0], inputs[1])
+    if kind == "lstm_hx":
+        return mod(inputs[0], (inputs[1], inputs[2]))
+    if kind == "mha":
+        return mod(*inputs)
+    if kind == "mha_masks":
+        causal = m.ones(4, 4, dtype=m.bool).triu(1)
+        pad = m.tensor([[False, False, False, True], [False, False, False, False]])
+        return mod(*inputs, key_padding_mask=pad, attn_mask=causal)
+    if kind == "mha_per_head":
+        return mod(*inputs, average_attn_weights=False)
+    if kind == "src_mask":
+        return mod(inputs[0], src_mask=m.ones(5, 5, dtype=m.float64).triu(1) * -1e9)
+    if kind == "pad_mask":
+        return mod(inputs[0], src_key_padding_mask=m.tensor([[False] * 4 + [True], [False] * 5]))
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("name,make,shapes,kind", MODULES, ids=[c[0] for c in MODULES])
+def test_modules_load_torch_state_dict_and_match(torch, name, make, shapes, kind):
+    rng = np.random.default_rng(0)
+    torch.manual_seed(0)
+    mt = make(torch).double().eval()
+    mc = make(cl).double().eval()
+    sd = mt.state_dict()
+    assert list(mc.state_dict()) == list(sd)
+    assert [tuple(v.shape) for v in mc.state_dict().values()] == [tuple(v.shape) for v in sd.values()]
+    mc.load_state_dict({k: cl.tensor(v.numpy()) for k, v in sd.items()})
+    arrays = [rng.standard_normal(s) for s in shapes]
+    xt = [torch.tensor(a, requires_grad=True) for a in arrays]
+    xc = [cl.tensor(a, requires_grad=True) for a in arrays]
+    out_t, out_c = _flat(_call(torch, mt, xt, kind)), _flat(_call(cl, mc, xc, kind))
+    assert len(out_t) == len(out_c)
+    tol = dict(rtol=1e-6, atol=1e-7) if name.endswith("norm-first") else {}  # the gelu: course_lib erf to ~1e-7
+    for a, b in zip(out_c, out_t):
+        close(a, b, **tol)
+    weights = [rng.standard_normal(tuple(o.shape)) for o in out_t]
+    sum(((o * torch.tensor(w)).sum() for o, w in zip(out_t, weights)), torch.zeros(())).backward()
+    sum(((o * cl.tensor(w)).sum() for o, w in zip(out_c, weights)), cl.zeros((), dtype=cl.float64)).backward()
+    for a, b in zip(xc, xt):
+        close(a.grad, b.grad, **tol)
+    for (k, p), (_, q) in zip(mc.named_parameters(), mt.named_parameters()):
+        assert (p.grad is None) == (q.grad is None), k
+        if q.grad is not None:
+            close(p.grad, q.grad, **tol)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none", "batchmean"])
+def test_huber_and_kl_div_losses(torch, reduction):
+    import warnings
+    rng = np.random.default_rng(1)
+    x, t = rng.standard_normal((3, 4)), rng.standard_normal((3, 4)) * 2
+    p = rng.random((3, 4))
+    p[0, 0] = 0.0  # a zero target probability contributes 0
+    cases = [("huber_loss", (x, t), dict(delta=0.7)), ("huber_loss", (x, t), dict(weight=np.abs(t))),
+             ("kl_div", (x, p), {}), ("kl_div", (x, t), dict(log_target=True))]
+    for fn, arrays, kw in cases:
+        if fn == "huber_loss" and reduction == "batchmean":
+            continue
+        res = []
+        for m in (torch, cl):
+            args = [m.tensor(a, requires_grad=i == 0) for i, a in enumerate(arrays)]  # the target's: nan at 0
+            kw_m = {k: (m.tensor(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                out = getattr(m.nn.functional, fn)(*args, reduction=reduction, **kw_m)
+            out.sum().backward()
+            res.append((out, [args[0].grad], [str(x.message) for x in w]))
+        (ot, gt, wt), (oc, gc, wc) = res
+        close(oc, ot)
+        for a, b in zip(gc, gt):
+            close(a, b)
+        assert wc == wt, (fn, kw)
+    mt, mc = torch.nn.KLDivLoss(reduction="batchmean", log_target=True), cl.nn.KLDivLoss(reduction="batchmean",
+                                                                                       log_target=True)
+    close(mc(cl.tensor(x), cl.tensor(t)), mt(torch.tensor(x), torch.tensor(t)))
+    close(cl.nn.HuberLoss(delta=2.0)(cl.tensor(x), cl.tensor(t)), torch.nn.HuberLoss(delta=2.0)(torch.tensor(x),
+                                                                                             torch.tensor(t)))
+
+
+def test_functional_pieces_and_errors(torch):
+    import warnings
+    x = np.random.default_rng(2).standard_normal((2, 3, 8))
+    for m in (torch, cl):
+        _, idx = m.nn.functional.max_pool1d(m.tensor(x), 3, 2, return_indices=True)
+        assert idx.tolist() == torch.nn.functional.max_pool1d(torch.tensor(x), 3, 2, return_indices=True)[1].tolist()
+    # dropout2d zeroes whole channels and scales the rest; 3-d input warns as torch does
+    xc = cl.ones(4, 6, 5, 5)
+    out = cl.nn.functional.dropout2d(xc, 0.5)
+    per_channel = out.numpy().reshape(4, 6, -1)
+    assert set(np.unique(per_channel)) <= {0.0, 2.0} and (per_channel.min(-1) == per_channel.max(-1)).all()
+    assert cl.nn.Dropout2d(0.3).eval()(xc) is xc
+    for m in (torch, cl):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            m.nn.functional.dropout2d(m.ones(2, 3, 4))
+        assert len(w) == 1 and "Received a 3D input to dropout2d" in str(w[0].message)
+    F_t, F_c = torch.nn.functional, cl.nn.functional
+    cases = [
+        lambda m, F: F.interpolate(m.ones(1, 1, 2, 2)),
+        lambda m, F: F.interpolate(m.ones(1, 1, 2, 2), size=3, scale_factor=2.0),
+        lambda m, F: F.interpolate(m.ones(1, 1, 2, 2), size=3, align_corners=True),
+        lambda m, F: F.interpolate(m.ones(1, 1, 2, 2), size=(3, 3, 3)),
+        lambda m, F: F.interpolate(m.ones(1, 1, 2), size=3, mode="bilinear"),
+        lambda m, F: F.prelu(m.ones(2, 4, 3), m.ones(3)),
+        lambda m, F: F.huber_loss(m.ones(2), m.ones(2), reduction="batchmean"),
+        lambda m, F: m.nn.RNN(3, 4, nonlinearity="sigmoid"),
+        lambda m, F: m.nn.MultiheadAttention(6, 4),
+        lambda m, F: m.nn.TransformerEncoderLayer(4, 2, activation="tanh"),
+        lambda m, F: m.nn.GRU(3, 4)(m.ones(2, 2, 5)),
+        lambda m, F: F.conv_transpose2d(m.ones(1, 2, 3, 3), m.ones(2, 1, 2, 2), stride=2, output_padding=2),
+    ]
+    for i, case in enumerate(cases):
+        got, want = outcome(lambda: case(cl, F_c)), outcome(lambda: case(torch, F_t))
+        assert got[0] == want[0] and (got[0] == "ok" or got[1] == want[1]), (i, got, want)
+
+
+def test_nn_functional_has_no_stray_public_names(torch):
+    import course_lib.nn.functional as F
+    stray = {"D", "OPS", "Tensor", "math", "warnings", "annotations", "dispatch"}
+    assert not stray & set(dir(F))
+    assert all(hasattr(F, n) for n in F.__all__)
+    assert all(hasattr(torch.nn.functional, n) for n in F.__all__ if n != "flatten")

@@ -7,25 +7,33 @@ kernel and derivative.
 """
 from __future__ import annotations
 
-import math
-import warnings
+import math as _math
+import warnings as _warnings
+from typing import TYPE_CHECKING
 
 from .. import _dtype
-from .._ops.dispatcher import dispatch
-from .._ops.registry import OPS
-from .._tensor import Tensor
+from .._ops.dispatcher import dispatch as _dispatch
+from .._ops.registry import OPS as _OPS
 from . import _reduction as _Reduction
+
+if TYPE_CHECKING:
+    from .._tensor import Tensor
+
+del annotations  # the __future__ feature object: not a name of this module's API
 
 __all__ = [
     "linear", "bilinear", "relu", "relu_", "leaky_relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax",
     "dropout", "conv1d", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "embedding", "one_hot",
     "mse_loss", "l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits",
     "pad", "flatten", "normalize", "softplus", "elu", "hardtanh", "relu6", "logsigmoid", "smooth_l1_loss",
+    "batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "dropout2d", "prelu", "huber_loss",
+    "kl_div", "max_pool1d", "avg_pool1d", "interpolate", "upsample", "conv_transpose2d",
+    "scaled_dot_product_attention",
 ]
 
 
 def _op(name, *args):
-    return dispatch(OPS[name], args)
+    return _dispatch(_OPS[name], args)
 
 
 # ---------------------------------------------------------------------------
@@ -91,10 +99,10 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x * Phi(x) (Phi the standard normal CDF); ``approximate='tanh'`` uses the tanh formula."""
     if approximate == "tanh":
-        return 0.5 * input * (1 + (math.sqrt(2 / math.pi) * (input + 0.044715 * input * input * input)).tanh())
+        return 0.5 * input * (1 + (_math.sqrt(2 / _math.pi) * (input + 0.044715 * input * input * input)).tanh())
     if approximate != "none":
         raise RuntimeError("approximate argument must be either none or tanh.")
-    return 0.5 * input * (1 + (input * (1 / math.sqrt(2))).erf())
+    return 0.5 * input * (1 + (input * (1 / _math.sqrt(2))).erf())
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -155,7 +163,7 @@ def logsigmoid(input: Tensor) -> Tensor:
 
 
 def _softmax_dim(ndim: int, stacklevel: int) -> int:
-    warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to include dim=X as "
+    _warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to include dim=X as "
                   "an argument.", UserWarning, stacklevel=stacklevel)
     return 0 if ndim in (0, 1, 3) else 1
 
@@ -382,7 +390,7 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
 
 def _check_size(input, target):
     if target.shape != input.shape:
-        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
+        _warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
                       "This will likely lead to incorrect results due to broadcasting. Please ensure they have the "
                       "same size.".replace("course_lib.Size", "torch.Size"), UserWarning, stacklevel=3)
 
@@ -617,3 +625,243 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None, eps:
         eps = float(np.finfo(input.dtype.np).eps)
     out, _ = _op("rms_norm_fused", input, tuple(normalized_shape), weight, eps)
     return out
+
+
+# ---------------------------------------------------------------------------
+# more layers, composed of the ops above (autograd comes from the ops)
+# ---------------------------------------------------------------------------
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels (``input[n, c]``) with probability ``p``, scaling the rest by 1 / (1 - p)."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    inp_dim = input.dim()
+    if inp_dim not in (3, 4):
+        _warnings.warn(f"dropout2d: Received a {inp_dim}-D input to dropout2d, which is deprecated and will result "
+                       "in an error in a future release. To retain the behavior and silence this warning, please use "
+                       "dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                       "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
+                       "inputs).", stacklevel=2)
+    if inp_dim == 3:
+        _warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                       "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+                       "This behavior will change in a future release to interpret the input as one without a batch "
+                       "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
+                       "switch to using dropout1d instead.", stacklevel=2)
+    if not training or p == 0.0:
+        return input
+
+    def f(x):
+        if p == 1.0:
+            return x * 0
+        from .._creation import empty
+        mask = empty(tuple(x.shape[:2]) + (1,) * (inp_dim - 2), dtype=x.dtype).bernoulli_(1 - p)
+        return x * (mask * (1.0 / (1 - p)))
+    return _write_into(input, f) if inplace else f(input)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """x if x > 0 else a * x, with one learned ``a`` per channel (dim 1) or one shared."""
+    from .. import where
+    n = weight.numel()
+    if n != 1:
+        channels = input.shape[1] if input.dim() >= 2 else 1
+        if input.dim() == 0 or n != channels:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                               f"{n} and channel size = {channels}.")
+        if input.dim() >= 2:
+            weight = weight.reshape((n,) + (1,) * (input.dim() - 2))
+    return where(input > 0, input, weight * input)
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Tensor | None = None) -> Tensor:
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta); d = input - target."""
+    from .. import where
+    _check_size(input, target)
+    d = (input - target).abs()
+    loss = where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+    if weight is not None:
+        if weight.shape != input.shape:
+            raise ValueError("Weights and input must have the same size.")
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
+           log_target: bool = False) -> Tensor:
+    """Pointwise KL divergence t (log t - x) of log-probabilities ``input`` from ``target``.
+
+    ``log_target``: ``target`` holds log-probabilities.  ``reduction='batchmean'`` divides the sum by the batch
+    size (the mathematical KL divergence); ``'mean'`` divides by the number of elements (and warns, as PyTorch).
+    """
+    from .. import where
+    if size_average is not None or reduce is not None:
+        reduction = _Reduction.legacy_get_string(size_average, reduce)
+    elif reduction == "mean":
+        _warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                       stacklevel=2)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:  # xlogy(t, t) - t x: 0 where t == 0 (log of 1 there keeps the gradient finite)
+        loss = target * where(target > 0, target, 1).log() - target * input
+    if reduction == "batchmean":
+        out = loss.sum()
+        return out / input.shape[0] if input.dim() != 0 else out
+    return _reduce(loss, reduction)
+
+
+def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
+               return_indices: bool = False):
+    """The maximum of each window along the last dim: ``max_pool2d`` over a height of 1."""
+    k, s, p, d = (_ntuple(v, 1)[0] for v in (kernel_size, kernel_size if stride is None or stride == () else stride,
+                                             padding, dilation))
+    out, idx = _op("max_pool2d_with_indices", input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode)
+    return (out.squeeze(-2), idx.squeeze(-2)) if return_indices else out.squeeze(-2)
+
+
+def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """The mean of each window along the last dim: ``avg_pool2d`` over a height of 1."""
+    k, s, p = (_ntuple(v, 1)[0] for v in (kernel_size, kernel_size if stride is None or stride == () else stride,
+                                          padding))
+    return avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), ceil_mode, count_include_pad).squeeze(-2)
+
+
+def _source_index(out_size: int, in_size: int, scale: float | None, align_corners: bool, nearest: bool):
+    """Each output position's source coordinate along one dim (numpy), as PyTorch's upsample kernels compute it."""
+    import numpy as np
+    dst = np.arange(out_size, dtype=np.float64)
+    if nearest:
+        ratio = in_size / out_size if scale is None else 1.0 / scale
+        return np.minimum(np.floor(dst.astype(np.float32) * np.float32(ratio)).astype(np.int64), in_size - 1)
+    if align_corners:
+        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+        return dst * ratio
+    ratio = in_size / out_size if scale is None else 1.0 / scale
+    return np.maximum((dst + 0.5) * ratio - 0.5, 0.0)
+
+
+def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
+                recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:
+    """Resize the spatial dims (all but the first two): ``'nearest'`` (any of 1-3 spatial dims), ``'linear'``
+    (3-d input) or ``'bilinear'`` (4-d input), by gathering source rows (``index_select``) and blending them."""
+    from .. import tensor as _tensor
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | "
+                             "bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    dim = input.dim() - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is None and scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    if size is not None:
+        if isinstance(size, (list, tuple)) and len(size) != dim:
+            raise ValueError("Input and output must have the same number of spatial dimensions, but got input with "
+                             f"spatial dimensions of {list(input.shape[2:])} and output size of {size}. Please provide "
+                             "input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) "
+                             "format.")
+        out_sizes = list(_ntuple(size, dim))
+        scales = [None] * dim
+    else:
+        if isinstance(scale_factor, (list, tuple)) and len(scale_factor) != dim:
+            raise ValueError("Input and scale_factor must have the same number of spatial dimensions, but got input "
+                             f"with spatial dimensions of {list(input.shape[2:])} and scale_factor of shape "
+                             f"{scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                             "scale_factor in (s1, s2, ...,sK) format.")
+        factors = _ntuple(scale_factor, dim)
+        out_sizes = [int(_math.floor(float(input.shape[i + 2]) * factors[i])) for i in range(dim)]
+        scales = [None if recompute_scale_factor else float(f) for f in factors]
+    if antialias:
+        raise NotImplementedError("course_lib's interpolate has no antialias")
+    linear_modes = {"linear": 1, "bilinear": 2}
+    if mode == "nearest":
+        out = input
+        for i in range(dim):
+            idx = _source_index(out_sizes[i], input.shape[i + 2], scales[i], False, True)
+            out = out.index_select(i + 2, _tensor(idx))
+        return out
+    if mode not in linear_modes:
+        raise NotImplementedError(f"course_lib's interpolate supports modes nearest, linear and bilinear, not {mode!r}")
+    if linear_modes[mode] != dim:
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {linear_modes[mode] + 2}D input")
+    import numpy as np
+    out = input
+    for i in range(dim):
+        in_size = input.shape[i + 2]
+        src = _source_index(out_sizes[i], in_size, scales[i], align_corners, False)
+        i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+        i1 = np.minimum(i0 + 1, in_size - 1)
+        shape = [1] * out.dim()
+        shape[i + 2] = out_sizes[i]
+        lam = _tensor((src - i0).reshape(shape), dtype=input.dtype)
+        lo, hi = out.index_select(i + 2, _tensor(i0)), out.index_select(i + 2, _tensor(i1))
+        out = lo + (hi - lo) * lam
+    return out
+
+
+def upsample(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
+             align_corners: bool | None = None) -> Tensor:
+    """Deprecated alias of ``interpolate``."""
+    _warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+                     output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """The gradient of conv2d with respect to its input, as a layer: spread the input ``stride`` apart (zeros
+    between), pad it by ``dilation * (k - 1) - padding`` (plus ``output_padding`` after), and convolve with
+    stride 1 with the weight flipped in space and its in/out channels swapped (per group).
+
+    ``weight`` is (in_channels, out_channels / groups, kH, kW), as in PyTorch.
+    """
+    from .. import flip
+    if input.dim() == 3:
+        return conv_transpose2d(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups,
+                                dilation).squeeze(0)
+    if input.dim() != 4:
+        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, but got input of "
+                           f"size: {list(input.shape)}")
+    (sh, sw), (ph, pw), (oph, opw), (dh, dw) = (_ntuple(v, 2) for v in (stride, padding, output_padding, dilation))
+    for op_, s_, d_ in ((oph, sh, dh), (opw, sw, dw)):
+        if op_ >= s_ and op_ >= d_:
+            raise RuntimeError("output padding must be smaller than either stride or dilation, but got "
+                               f"output_padding_height: {oph} output_padding_width: {opw} stride_height: {sh} "
+                               f"stride_width: {sw} dilation_height: {dh} dilation_width: {dw}")
+    N, C, H, W = input.shape
+    c_in, c_out_g, kh, kw = weight.shape
+    x = input
+    if sh > 1 or sw > 1:  # (N, C, H, 1, W, 1) padded to (N, C, H, sh, W, sw): each value followed by zeros
+        x = pad(x.reshape(N, C, H, 1, W, 1), (0, sw - 1, 0, 0, 0, sh - 1))
+        x = x.reshape(N, C, H * sh, W * sw)[:, :, :(H - 1) * sh + 1, :(W - 1) * sw + 1]
+    eh, ew = dh * (kh - 1) - ph, dw * (kw - 1) - pw
+    x = pad(x, (ew, ew + opw, eh, eh + oph))
+    w = weight.reshape(groups, c_in // groups, c_out_g, kh, kw).transpose(1, 2)
+    w = flip(w.reshape(groups * c_out_g, c_in // groups, kh, kw), [2, 3])
+    return conv2d(x, w, bias, 1, 0, (dh, dw), groups)
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
+                                 dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """softmax(q k^T * scale + mask) v over the last two dims; a boolean mask keeps where True."""
+    from .. import ones
+    L, S = query.shape[-2], key.shape[-2]
+    scale = 1 / _math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = query.matmul(key.transpose(-2, -1)) * scale
+    if is_causal:
+        keep = ones(L, S, dtype=_dtype.bool_).tril()
+        scores = scores.masked_fill(~keep, float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype is _dtype.bool_:
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    attn = softmax(scores, -1)
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p)
+    return attn.matmul(value)

@@ -14,7 +14,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d"]
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
 
 
 def _ntuple(v, n):
@@ -49,8 +49,8 @@ class _ConvNd(Module):
         self.output_padding = _ntuple(output_padding, n)
         self.groups = groups
         self.padding_mode = padding_mode
-        self.weight = Parameter(C.empty((out_channels, in_channels // groups, *self.kernel_size), dtype=dtype,
-                                        device=device))
+        shape = (in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups)
+        self.weight = Parameter(C.empty((*shape, *self.kernel_size), dtype=dtype, device=device))
         if bias:
             self.bias = Parameter(C.empty(out_channels, dtype=dtype, device=device))
         else:
@@ -106,3 +106,38 @@ class Conv1d(_ConvNd):
 
     def forward(self, input):
         return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class ConvTranspose2d(_ConvNd):
+    """Transposed 2-d convolution (the gradient of conv2d with respect to its input, as a layer); the weight is
+    (in_channels, out_channels / groups, kH, kW).  ``forward(input, output_size)`` picks the output_padding
+    that gives ``output_size``."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
+                 dtype=None):
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {self.__class__.__name__}')
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, True, output_padding,
+                         groups, bias, padding_mode, 2, dtype, device)
+
+    def _output_padding(self, input, output_size) -> tuple:
+        if output_size is None:
+            return self.output_padding
+        output_size = list(output_size)[-2:]
+        pads = []
+        for d in range(2):
+            size = input.shape[d - 2]
+            min_size = ((size - 1) * self.stride[d] - 2 * self.padding[d]
+                        + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
+            max_size = min_size + self.stride[d] - 1
+            if not min_size <= output_size[d] <= max_size:
+                raise ValueError(f"requested an output size of {output_size}, but valid sizes range from "
+                                 f"[{min_size}, {min_size}] to [{max_size}, {max_size}] (for an input of "
+                                 f"{list(input.shape[2:])})")
+            pads.append(output_size[d] - min_size)
+        return tuple(pads)
+
+    def forward(self, input, output_size=None):
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups, self.dilation)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout"]
+__all__ = ["Dropout", "Dropout2d"]
 
 
 class Dropout(Module):
@@ -22,3 +22,11 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout2d(Dropout):
+    """In training, zero whole channels (``input[n, c]`` of an (N, C, H, W) input) with probability p and scale
+    the rest by 1/(1-p); identity in eval."""
+
+    def forward(self, input):
+        return F.dropout2d(input, self.p, self.training, self.inplace)

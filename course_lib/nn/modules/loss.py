@@ -5,7 +5,8 @@ from .. import _reduction as _Reduction
 from .. import functional as F
 from .module import Module
 
-__all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "NLLLoss", "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss"]
+__all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "KLDivLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
+           "BCEWithLogitsLoss"]
 
 
 class _Loss(Module):
@@ -91,3 +92,26 @@ class BCEWithLogitsLoss(_Loss):
     def forward(self, input, target):
         return F.binary_cross_entropy_with_logits(input, target, self.weight, pos_weight=self.pos_weight,
                                                   reduction=self.reduction)
+
+
+class HuberLoss(_Loss):
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta), d = input - target; reduced."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0):
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input, target):
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class KLDivLoss(_Loss):
+    """KL divergence of log-probabilities ``input`` from ``target`` (log-probabilities too if ``log_target``);
+    ``reduction='batchmean'`` is the mathematical KL divergence per sample."""
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean", log_target: bool = False):
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input, target):
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)

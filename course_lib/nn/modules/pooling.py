@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import functional as F
 from .module import Module
 
-__all__ = ["MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"]
+__all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d"]
 
 
 class MaxPool2d(Module):
@@ -62,3 +62,31 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+class MaxPool1d(MaxPool2d):
+    """The maximum over each window of the last dim of (N, C, L) or (C, L) inputs."""
+
+    def forward(self, input):
+        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class AvgPool1d(Module):
+    """The mean over each window of the last dim."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True):
+        super().__init__()
+        self.kernel_size = F._ntuple(kernel_size, 1)
+        self.stride = F._ntuple(stride if (stride is not None) else kernel_size, 1)
+        self.padding = F._ntuple(padding, 1)
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def forward(self, input):
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
