@@ -42,6 +42,7 @@ from ._dtype import (
     short,
     uint8,
 )
+from ._ops.combining import broadcast_tensors, einsum, logspace, meshgrid
 from ._ops.common import broadcast_shapes, result_type
 from ._ops.dispatcher import dispatch
 from ._ops.python_methods import *  # noqa: F403  (course_lib.var, course_lib.clip, ...)

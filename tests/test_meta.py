@@ -152,8 +152,30 @@ SAMPLES.update({
     "multinomial": [(T(2, 3, values=[.2, .3, .5, .1, .1, .8]), 2)],
 })
 
+# scatters, index arithmetic, stacks and the other ops of _ops/scatter.py and _ops/combining.py
+_IDX22 = I(2, 2, values=[0, 1, 3, 0])
+SAMPLES.update({
+    "scatter": [(T(3, 4), 1, _IDX22, T(2, 2)), (T(3, 4), 1, _IDX22, None, 2.0)],
+    "scatter_": [(T(3, 4), 1, _IDX22, T(2, 2))],
+    "scatter_add_": [(T(3, 4), 0, I(2, 2, values=[0, 1, 2, 0]), T(2, 2))],
+    "scatter_reduce": [(T(3, 4), 1, _IDX22, T(2, 2), "amax"), (T(3, 4), 1, _IDX22, T(2, 2), "mean", False)],
+    "scatter_reduce_": [(T(3, 4), 1, _IDX22, T(2, 2), "prod")],
+    "index_add": [(T(3, 4), 0, I(2, values=[0, 2]), T(2, 4))],
+    "index_add_": [(T(3, 4), 1, I(2, values=[0, 0]), T(3, 2), 2.0)],
+    "index_fill": [(T(3, 4), 1, I(1, values=[3]), 2.0)], "index_fill_": [(T(3, 4), 0, I(2, values=[0, -1]), 1)],
+    "take_along_dim": [(T(3, 4), I(3, 1, values=[0, 1, 3]), 1), (T(3, 4), I(2, values=[1, 7]))],
+    "hstack": [([T(2, 3), T(2, 1)],)], "vstack": [([T(3), T(2, 3)],)], "dstack": [([T(2, 3), T(2, 3)],)],
+    "column_stack": [([T(3), T(3, 2)],)], "repeat": [(T(2, 3), (2, 1, 2))], "tile": [(T(2, 3), (2,))],
+    "repeat_interleave": [(T(2, 3), 2, 1), (T(2, 3), I(2, values=[1, 3]), 0, 4)],
+    "_repeat_interleave_index": [(I(3, values=[1, 0, 2]), 3)],
+    "outer": [(T(3), T(2))], "kron": [(T(2, 3), T(2))], "broadcast_tensors": [([T(2, 3), T(3)],)],
+    "meshgrid": [([T(3), T(2)], "xy")], "diag": [(T(3),), (T(3, 4), 1)], "diag_embed": [(T(2, 3), -1)],
+    "diagonal_copy": [(T(3, 4), 1)], "roll": [(T(2, 3), 1), (T(2, 3), (1, 2), (0, 1))],
+    "einsum": [("ij,jk->ik", [T(2, 3), T(3, 4)]), ("...i,i", [T(2, 3), T(3)])], "logspace": [(0, 2, 3)],
+})
+
 # ops whose output shape depends on the values: no meta kernel, as in PyTorch
-DATA_DEPENDENT = {"nonzero"}
+DATA_DEPENDENT = {"nonzero", "masked_select"}
 # backward helpers of the nn ops: exercised by the autograd tests through their forward ops
 BACKWARD_HELPERS = {n for n in OPS if n.endswith("_backward") or n.endswith("_dense_backward")}
 
@@ -246,7 +268,7 @@ def test_meta_matches_cpu(name):
 def test_every_core_op_has_a_sample():
     core = {n for n, op in OPS.items() if op.cpu.__module__.split(".")[-1] in
             ("pointwise", "reductions", "views", "linalg", "copies", "inplace", "fill", "joins",
-             "advanced_indexing", "transformations", "softmax")} - DATA_DEPENDENT
+             "advanced_indexing", "transformations", "softmax", "scatter", "combining")} - DATA_DEPENDENT
     missing = sorted(n for n in core if not _samples(n))
     assert not missing, f"core ops without meta samples: {missing}"
 

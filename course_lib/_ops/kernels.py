@@ -10,6 +10,7 @@ from __future__ import annotations
 from . import (  # noqa: F401
     advanced_indexing,
     batch_linalg,
+    combining,
     copies,
     fill,
     indexing,

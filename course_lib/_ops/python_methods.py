@@ -317,10 +317,6 @@ class PythonMethods:
                 f"tensor.mT is only supported on matrices or batches of matrices. Got {len(self._shape)}-D tensor.")
         return dispatch(OPS["transpose"], (self, -2, -1))
 
-    def repeat(self, *sizes):
-        """Tile the tensor: dim i repeated sizes[i] times (new leading dims allowed)."""
-        return repeat(self, *sizes)
-
     def view_as(self, other):
         return dispatch(OPS["view"], (self, other._shape))
 
@@ -390,33 +386,6 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Standard deviation and mean in one call, a (std, mean) tuple (see ``Tensor.std``)."""
     return dispatch(OPS["std_mean"], _var_args(input, dim, unbiased, keepdim, correction))
-
-
-def repeat(self, *sizes):
-    """Tile the tensor: dim i repeated sizes[i] times (new leading dims allowed)."""
-    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
-        sizes = tuple(sizes[0])
-    if len(sizes) < len(self._shape):
-        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of "
-                           "tensor")
-    full = (1,) * (len(sizes) - len(self._shape)) + self._shape
-    target_shape = [r * s for r, s in zip(sizes, full)]
-    for s in target_shape:
-        if s < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {target_shape}")
-    x = self
-    pad = len(sizes) - len(self._shape)
-    x = dispatch(OPS["view"], (x, (1,) * pad + self._shape)) if pad else x
-    # expand a size-1 dim in front of each dim, then fold: a view + one copy
-    shape = x._shape
-    inter = []
-    target = []
-    for r, s in zip(sizes, shape):
-        inter += [1, s]
-        target += [r, s]
-    y = dispatch(OPS["reshape"], (x, tuple(inter)))
-    y = dispatch(OPS["expand"], (y, tuple(target)))
-    return dispatch(OPS["reshape"], (y, tuple(r * s for r, s in zip(sizes, shape))))
 
 
 def swapaxes(self, a, b):

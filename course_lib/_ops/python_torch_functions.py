@@ -42,6 +42,7 @@ __all__ = [
     "chunk",
     "clamp",
     "clone",
+    "column_stack",
     "convolution",
     "cos",
     "cosh",
@@ -50,9 +51,13 @@ __all__ = [
     "cumsum",
     "det",
     "detach",
+    "diag",
+    "diag_embed",
     "diagonal",
+    "diagonal_copy",
     "div",
     "dot",
+    "dstack",
     "embedding",
     "embedding_renorm_",
     "eq",
@@ -69,6 +74,7 @@ __all__ = [
     "gather",
     "ge",
     "gt",
+    "hstack",
     "index_add",
     "index_fill",
     "index_select",
@@ -77,6 +83,7 @@ __all__ = [
     "isfinite",
     "isinf",
     "isnan",
+    "kron",
     "kthvalue",
     "le",
     "lerp",
@@ -116,13 +123,16 @@ __all__ = [
     "neg",
     "nonzero",
     "norm",
+    "outer",
     "permute",
     "pow",
     "prod",
     "reciprocal",
     "relu",
     "remainder",
+    "repeat_interleave",
     "reshape",
+    "roll",
     "round",
     "rsqrt",
     "rsub",
@@ -148,6 +158,7 @@ __all__ = [
     "take_along_dim",
     "tan",
     "tanh",
+    "tile",
     "topk",
     "transpose",
     "tril",
@@ -157,6 +168,7 @@ __all__ = [
     "unflatten",
     "unique",
     "unsqueeze",
+    "vstack",
     "where",
 ]
 
@@ -385,6 +397,14 @@ def clone(self, *, memory_format='preserve_format'):
     return _dispatch(_OPS["clone"], (self, memory_format))
 
 
+def column_stack(tensors):
+    """Join along the second dim, 0-d and 1-d tensors as columns.
+
+    Schema: column_stack(Tensor[] tensors) -> Tensor
+    """
+    return _dispatch(_OPS["column_stack"], (tensors,))
+
+
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     """N-d convolution (1-d and 2-d here) by im2col: a strided window view and one contraction.
 
@@ -449,12 +469,36 @@ def detach(self):
     return _dispatch(_OPS["detach"], (self,))
 
 
+def diag(self, diagonal=0):
+    """A 1-d tensor as the ``diagonal``-th diagonal of a square matrix, or a matrix's diagonal as a 1-d copy.
+
+    Schema: diag(Tensor self, int diagonal=0) -> Tensor
+    """
+    return _dispatch(_OPS["diag"], (self, diagonal))
+
+
+def diag_embed(self, offset=0, dim1=-2, dim2=-1):
+    """A tensor whose diagonals (``offset`` over dims ``dim1``, ``dim2``) are the last dim of ``self``;
+
+    Schema: diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor
+    """
+    return _dispatch(_OPS["diag_embed"], (self, offset, dim1, dim2))
+
+
 def diagonal(self, offset=0, dim1=0, dim2=1):
     """The diagonal of dims (dim1, dim2) as a new last dim with stride stride1 + stride2.
 
     Schema: diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)
     """
     return _dispatch(_OPS["diagonal"], (self, offset, dim1, dim2))
+
+
+def diagonal_copy(self, offset=0, dim1=0, dim2=1):
+    """``diagonal`` as a copy instead of a view.
+
+    Schema: diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor
+    """
+    return _dispatch(_OPS["diagonal_copy"], (self, offset, dim1, dim2))
 
 
 def div(self, other, *, rounding_mode=None):
@@ -471,6 +515,14 @@ def dot(self, tensor):
     Schema: dot(Tensor self, Tensor tensor) -> Tensor
     """
     return _dispatch(_OPS["dot"], (self, tensor))
+
+
+def dstack(tensors):
+    """Join along the third dim (depth), after making each tensor at least 3-d.
+
+    Schema: dstack(Tensor[] tensors) -> Tensor
+    """
+    return _dispatch(_OPS["dstack"], (tensors,))
 
 
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
@@ -601,6 +653,14 @@ def gt(self, other):
     return _dispatch(_OPS["gt"], (self, other))
 
 
+def hstack(tensors):
+    """Join along the second dim (the first for 1-d tensors).
+
+    Schema: hstack(Tensor[] tensors) -> Tensor
+    """
+    return _dispatch(_OPS["hstack"], (tensors,))
+
+
 def index_add(self, dim, index, source, *, alpha=1):
     """A copy of ``self`` with ``alpha * source`` added to the slices ``index`` picks along ``dim``.
 
@@ -663,6 +723,14 @@ def isnan(self):
     Schema: isnan(Tensor self) -> Tensor
     """
     return _dispatch(_OPS["isnan"], (self,))
+
+
+def kron(self, other):
+    """The Kronecker product: every element of ``self`` times the whole of ``other``, laid out in blocks.
+
+    Schema: kron(Tensor self, Tensor other) -> Tensor
+    """
+    return _dispatch(_OPS["kron"], (self, other))
 
 
 def kthvalue(self, k, dim=-1, keepdim=False):
@@ -977,6 +1045,14 @@ def norm(self, p='fro', dim=None, keepdim=False, *, dtype=None):
     return _dispatch(_OPS["norm"], (self, p, dim, keepdim, dtype))
 
 
+def outer(self, vec2):
+    """The outer product of two vectors: ``out[i, j] = self[i] * vec2[j]``.
+
+    Schema: outer(Tensor self, Tensor vec2) -> Tensor
+    """
+    return _dispatch(_OPS["outer"], (self, vec2))
+
+
 def permute(self, dims):
     """Reorder the dims: size and stride of new dim i are those of old dim dims[i].
 
@@ -1025,12 +1101,28 @@ def remainder(self, other):
     return _dispatch(_OPS["remainder"], (self, other))
 
 
+def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
+    """Each element (or slice along ``dim``) repeated ``repeats`` times in place; ``repeats`` is an int or a
+
+    Schema: repeat_interleave(Tensor self, Tensor? repeats=None, int? dim=None, *, SymInt? output_size=None) -> Tensor
+    """
+    return _dispatch(_OPS["repeat_interleave"], (self, repeats, dim, output_size))
+
+
 def reshape(self, shape):
     """A view when the strides allow one, else a contiguous copy.
 
     Schema: reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)
     """
     return _dispatch(_OPS["reshape"], (self, shape))
+
+
+def roll(self, shifts, dims=()):
+    """Elements shifted cyclically by ``shifts`` along ``dims`` (without ``dims``: over the flattened tensor).
+
+    Schema: roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor
+    """
+    return _dispatch(_OPS["roll"], (self, shifts, dims))
 
 
 def round(self):
@@ -1233,6 +1325,14 @@ def tanh(self):
     return _dispatch(_OPS["tanh"], (self,))
 
 
+def tile(self, dims):
+    """``repeat`` with ``dims`` padded with leading 1s to the tensor's number of dims.
+
+    Schema: tile(Tensor self, SymInt[] dims) -> Tensor
+    """
+    return _dispatch(_OPS["tile"], (self, dims))
+
+
 def topk(self, k, dim=-1, largest=True, sorted=True):
     """The ``k`` largest (or smallest) elements along ``dim``, in order (also when ``sorted=False``).
 
@@ -1303,6 +1403,14 @@ def unsqueeze(self, dim):
     Schema: unsqueeze(Tensor(a) self, int dim) -> Tensor(a)
     """
     return _dispatch(_OPS["unsqueeze"], (self, dim))
+
+
+def vstack(tensors):
+    """Join along the first dim, 1-d tensors as rows.
+
+    Schema: vstack(Tensor[] tensors) -> Tensor
+    """
+    return _dispatch(_OPS["vstack"], (tensors,))
 
 
 def where(condition, self, other):

@@ -364,6 +364,20 @@ class VariableMethods:
         """
         return _dispatch(_OPS["detach"], (self,))
 
+    def diag(self, diagonal=0):
+        """A 1-d tensor as the ``diagonal``-th diagonal of a square matrix, or a matrix's diagonal as a 1-d copy.
+
+        Schema: diag(Tensor self, int diagonal=0) -> Tensor
+        """
+        return _dispatch(_OPS["diag"], (self, diagonal))
+
+    def diag_embed(self, offset=0, dim1=-2, dim2=-1):
+        """A tensor whose diagonals (``offset`` over dims ``dim1``, ``dim2``) are the last dim of ``self``;
+
+        Schema: diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor
+        """
+        return _dispatch(_OPS["diag_embed"], (self, offset, dim1, dim2))
+
     def diagonal(self, offset=0, dim1=0, dim2=1):
         """The diagonal of dims (dim1, dim2) as a new last dim with stride stride1 + stride2.
 
@@ -657,6 +671,13 @@ class VariableMethods:
         Schema: isnan(Tensor self) -> Tensor
         """
         return _dispatch(_OPS["isnan"], (self,))
+
+    def kron(self, other):
+        """The Kronecker product: every element of ``self`` times the whole of ``other``, laid out in blocks.
+
+        Schema: kron(Tensor self, Tensor other) -> Tensor
+        """
+        return _dispatch(_OPS["kron"], (self, other))
 
     def kthvalue(self, k, dim=-1, keepdim=False):
         """The ``k``-th smallest element along ``dim`` (``k`` counts from 1) and its index.
@@ -987,6 +1008,13 @@ class VariableMethods:
         """
         return _dispatch(_OPS["norm"], (self, p, dim, keepdim, dtype))
 
+    def outer(self, vec2):
+        """The outer product of two vectors: ``out[i, j] = self[i] * vec2[j]``.
+
+        Schema: outer(Tensor self, Tensor vec2) -> Tensor
+        """
+        return _dispatch(_OPS["outer"], (self, vec2))
+
     def permute(self, *dims):
         """Reorder the dims: size and stride of new dim i are those of old dim dims[i].
 
@@ -1057,12 +1085,33 @@ class VariableMethods:
         """
         return _dispatch(_OPS["remainder_"], (self, other))
 
+    def repeat(self, *repeats):
+        """The tensor tiled: dim i repeated ``repeats[i]`` times (extra leading repeats add dims).
+
+        Schema: repeat(Tensor self, SymInt[] repeats) -> Tensor
+        """
+        return _dispatch(_OPS["repeat"], (self, _sizes(repeats)))
+
+    def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
+        """Each element (or slice along ``dim``) repeated ``repeats`` times in place; ``repeats`` is an int or a
+
+        Schema: repeat_interleave(Tensor self, Tensor? repeats=None, int? dim=None, *, SymInt? output_size=None) -> Tensor
+        """
+        return _dispatch(_OPS["repeat_interleave"], (self, repeats, dim, output_size))
+
     def reshape(self, *shape):
         """A view when the strides allow one, else a contiguous copy.
 
         Schema: reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)
         """
         return _dispatch(_OPS["reshape"], (self, _sizes(shape)))
+
+    def roll(self, shifts, dims=()):
+        """Elements shifted cyclically by ``shifts`` along ``dims`` (without ``dims``: over the flattened tensor).
+
+        Schema: roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor
+        """
+        return _dispatch(_OPS["roll"], (self, shifts, dims))
 
     def round(self):
         """Round half to even, elementwise.
@@ -1315,6 +1364,13 @@ class VariableMethods:
         Schema: tanh_(Tensor(a!) self) -> Tensor(a!)
         """
         return _dispatch(_OPS["tanh_"], (self,))
+
+    def tile(self, *dims):
+        """``repeat`` with ``dims`` padded with leading 1s to the tensor's number of dims.
+
+        Schema: tile(Tensor self, SymInt[] dims) -> Tensor
+        """
+        return _dispatch(_OPS["tile"], (self, _sizes(dims)))
 
     def topk(self, k, dim=-1, largest=True, sorted=True):
         """The ``k`` largest (or smallest) elements along ``dim``, in order (also when ``sorted=False``).

@@ -965,6 +965,46 @@ def _masked_select(ctx, g):
 
 
 # ---------------------------------------------------------------------------
+# repeat, roll, diag_embed, diagonal_copy, einsum (the kernels of _ops/combining.py)
+# ---------------------------------------------------------------------------
+@derivative("repeat", "RepeatBackward0")
+def _repeat(ctx, g):
+    shape = _shape(ctx, "self")
+    repeats = tuple(ctx.repeats)
+    full = (1,) * (len(repeats) - len(shape)) + tuple(shape)
+    pairs = g.reshape(tuple(x for r, s in zip(repeats, full) for x in (r, s)))
+    summed = pairs.sum(tuple(range(0, 2 * len(repeats), 2))) if repeats else pairs
+    return summed.reshape(shape)
+
+
+@derivative("roll", "RollBackward0")
+def _roll(ctx, g):
+    shifts = (ctx.shifts,) if isinstance(ctx.shifts, int) else tuple(ctx.shifts)
+    return g.roll(tuple(-s for s in shifts), ctx.dims)
+
+
+@derivative("diag_embed", "DiagEmbedBackward0")
+def _diag_embed(ctx, g):
+    return g.diagonal(ctx.offset, ctx.dim1, ctx.dim2)
+
+
+@derivative("diagonal_copy", "DiagonalBackward0_copy")
+def _diagonal_copy(ctx, g):
+    from .._ops.combining import diagonal_geometry
+    shape = _shape(ctx, "self")
+    size, stride, offset = diagonal_geometry(shape, ctx.offset, ctx.dim1, ctx.dim2)
+    return dispatch(OPS["_view_scatter"], (g, shape, size, stride, offset))
+
+
+@derivative("einsum", "EinsumBackward0", save={"tensors": ALL})
+def _einsum(ctx, g):
+    from .._ops.combining import einsum_backward
+    tensors = ctx.tensors
+    return tuple(einsum_backward(ctx.equation, tensors, g, k) if need else None
+                 for k, need in enumerate(ctx.needs_input_grad))
+
+
+# ---------------------------------------------------------------------------
 # in-place variants (add_, mul_, exp_, ...): every one goes through the Autograd key, which
 # runs the out-of-place twin's formula (or refuses, e.g. on a leaf that requires grad).
 # ---------------------------------------------------------------------------
@@ -1115,7 +1155,7 @@ def _linalg_vector_norm(ctx, g):
             r, gg = r.unsqueeze(d), gg.unsqueeze(d)
     p = ctx.ord
     if p == 0:
-        return x * 0 * gg
+        return None          # a count: no gradient (PyTorch leaves .grad undefined too)
     if p == 1:
         return gg * x.sign()
     if math.isinf(p):
@@ -1123,7 +1163,10 @@ def _linalg_vector_norm(ctx, g):
         return gg * x.sign() * mask / mask.sum(dims, keepdim=True)
     if p == 2:
         return x * (gg / r).masked_fill(r == 0, 0)
-    return x.sign() * x.abs() ** (p - 1) * (gg / r ** (p - 1)).masked_fill(r == 0, 0)
+    if p < 1:                # as PyTorch's norm_backward: zeros of x get no gradient
+        return (x.sign() * x.abs() ** (p - 1)).masked_fill(x == 0, 0) * gg * r ** (1 - p)
+    scaled = x.sign() * x.abs() ** (p - 1) if p < 2 else x * x.abs() ** (p - 2)
+    return scaled * (gg / r ** (p - 1)).masked_fill(r == 0, 0)
 
 
 @derivative("linalg_inv", "LinalgInvExBackward0", save={"result": ALL})
