@@ -269,3 +269,35 @@ def test_nn_functional_has_no_stray_public_names(torch):
     assert not stray & set(dir(F))
     assert all(hasattr(F, n) for n in F.__all__)
     assert all(hasattr(torch.nn.functional, n) for n in F.__all__ if n != "flatten")
+
+
+# ---------------------------------------------------------------------------
+# nn.utils
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("norm_type", [2.0, 1, float("inf")])
+def test_nn_utils_clipping_and_vectors(torch, norm_type):
+    rng = np.random.default_rng(3)
+    arrays = [rng.standard_normal(s) * 3 for s in [(3, 4), (4,), (2, 2, 2)]]
+    results = []
+    for m in (torch, cl):
+        ps = [m.nn.Parameter(m.tensor(a)) for a in arrays]
+        for p, a in zip(ps, arrays):
+            p.grad = m.tensor(a * 2)
+        ps.append(m.nn.Parameter(m.ones(2, dtype=m.float64)))  # no grad: skipped
+        total = m.nn.utils.clip_grad_norm_(ps, 1.5, norm_type=norm_type)
+        grads_norm = [p.grad.clone() for p in ps[:3]]
+        m.nn.utils.clip_grad_value_(ps, 0.1)
+        vec = m.nn.utils.parameters_to_vector(ps)
+        m.nn.utils.vector_to_parameters(vec * 2, ps)
+        seqs = [m.tensor(a.reshape(-1, 2)) for a in arrays]
+        padded = [m.nn.utils.rnn.pad_sequence(seqs, batch_first=bf, padding_value=-1.0, padding_side=side)
+                  for bf in (False, True) for side in ("right", "left")]
+        results.append([total, *grads_norm, *[p.grad for p in ps[:3]], vec, *ps, *padded])
+    for a, b in zip(results[1], results[0]):
+        close(a, b)
+    assert outcome(lambda: cl.nn.utils.clip_grad_norm_([cl.nn.Parameter(cl.ones(1))], 1.0)) == ("ok", cl.tensor(0.))
+    for m in (torch, cl):
+        p = m.nn.Parameter(m.ones(2))
+        p.grad = m.tensor([float("inf"), 1.0])
+        got = outcome(lambda: m.nn.utils.clip_grad_norm_(p, 1.0, error_if_nonfinite=True))
+        assert got[0] == "RuntimeError" and "is non-finite, so it cannot be clipped" in got[1]
