@@ -408,6 +408,56 @@ def _index_select(rng):
     return [("dim1", lambda x: op("index_select")(x, 1, cl.tensor([3, 0, 3])), (rand(rng, 3, 4),))]
 
 
+# the scatters and index arithmetic of _ops/scatter.py
+_IDX32 = cl.tensor([[0, 2], [1, 1], [3, 0]])
+
+
+@spec("scatter")
+def _scatter(rng):
+    return [("src", lambda x, s: op("scatter")(x, 1, _IDX32[:, :1], s), (rand(rng, 3, 4), rand(rng, 3, 1))),
+            ("value", lambda x: op("scatter")(x, 0, cl.tensor([[2, 0, 1, 1]]), None, 1.5), (rand(rng, 3, 4),))]
+
+
+@spec("scatter_reduce")
+def _scatter_reduce(rng):
+    f = op("scatter_reduce")
+    return [(f"{r}-{inc}", lambda x, s, r=r, inc=inc: f(x, 1, _IDX32, s, r, inc),
+             (distinct(rng, 3, 4), distinct(rng, 3, 2, scale=1.01)) if r in ("amax", "amin") else
+             (rand(rng, 3, 4, lo=0.5, hi=2), rand(rng, 3, 2, lo=0.5, hi=2)))
+            for r in ("sum", "mean", "amax", "amin", "prod") for inc in (True, False)]
+
+
+@spec("index_add")
+def _index_add(rng):
+    return [("dim0", lambda x, s: op("index_add")(x, 0, cl.tensor([2, 0, 2]), s, 2.0),
+             (rand(rng, 3, 4), rand(rng, 3, 4))),
+            ("dim1", lambda x, s: op("index_add")(x, 1, cl.tensor([1]), s), (rand(rng, 3, 4), rand(rng, 3, 1)))]
+
+
+SPECS["index_fill"] = (lambda rng: [("dim1", lambda x: op("index_fill")(x, 1, cl.tensor([0, 3]), 2.0),
+                                     (rand(rng, 3, 4),))], True, "index_fill")
+SPECS["masked_select"] = (lambda rng: [
+    ("broadcast", lambda x: op("masked_select")(x, cl.tensor([[True, False, True, True]] * 3)), (rand(rng, 3, 1),)),
+    ("same", lambda x: op("masked_select")(x, cl.tensor([True, False, True])), (rand(rng, 3),))], True, "masked_select")
+
+# the kernels of _ops/combining.py
+SPECS["repeat"] = (lambda rng: [("2d", lambda x: op("repeat")(x, (2, 1, 3)), (rand(rng, 3, 2),)),
+                                ("0d", lambda x: op("repeat")(x, (2,)), (rand(rng),))], True, "repeat")
+SPECS["roll"] = (lambda rng: [("dims", lambda x: op("roll")(x, (1, -3), (0, 1)), (rand(rng, 3, 4),)),
+                              ("flat", lambda x: op("roll")(x, 5, ()), (noncontig(rng, 3, 4),))], True, "roll")
+SPECS["diag_embed"] = (lambda rng: [("k1", lambda x: op("diag_embed")(x, 1, 0, 2), (rand(rng, 3, 2),)),
+                                    ("k-2", lambda x: op("diag_embed")(x, -2), (rand(rng, 3),))], True, "diag_embed")
+SPECS["diagonal_copy"] = (lambda rng: [("k1", lambda x: op("diagonal_copy")(x, 1), (rand(rng, 3, 4),)),
+                                       ("k-1", lambda x: op("diagonal_copy")(x, -1, 2, 0), (rand(rng, 3, 4, 2),))],
+                          True, "diagonal_copy")
+SPECS["einsum"] = (lambda rng: [
+    ("matmul", lambda a, b: cl.einsum("ij,jk->ik", a, b), (rand(rng, 2, 3), rand(rng, 3, 4))),
+    ("diag-sum", lambda a, v: cl.einsum("iij,k->jk", a, v), (rand(rng, 3, 3, 2), rand(rng, 2))),
+    ("ellipsis-broadcast", lambda a, b: cl.einsum("...j,...j->...", a, b), (rand(rng, 3, 1, 4), rand(rng, 2, 4))),
+    ("three", lambda a, b, c: cl.einsum("i,ij,j", a, b, c), (rand(rng, 2), rand(rng, 2, 3), rand(rng, 3)))],
+    True, "einsum")
+
+
 SPECS["tril"] = (lambda rng: [("k0", lambda x: op("tril")(x, 0), (rand(rng, 3, 4),)),
                               ("k1", lambda x: op("tril")(x, 1), (rand(rng, 3, 4),))], True, "tril")
 SPECS["triu"] = (lambda rng: [("k-1", lambda x: op("triu")(x, -1), (rand(rng, 3, 4),))], True, "triu")
@@ -559,7 +609,8 @@ def _differentiable_ops():
 
 CORE_MODULES = {"course_lib._ops.pointwise", "course_lib._ops.reductions", "course_lib._ops.views",
                 "course_lib._ops.linalg"} | {f"course_lib._ops.{m}" for m in (
-                    "copies", "inplace", "fill", "joins", "advanced_indexing", "transformations", "softmax")}
+                    "copies", "inplace", "fill", "joins", "advanced_indexing", "transformations", "softmax",
+                    "scatter", "combining")}
 
 
 def test_every_differentiable_op_has_a_spec():
