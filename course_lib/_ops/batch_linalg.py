@@ -26,8 +26,14 @@ qr_ret = _return_type_fields("linalg_qr", ("Q", "R"))
 eigh_ret = _return_type_fields("linalg_eigh", ("eigenvalues", "eigenvectors"))
 
 
-class LinAlgError(RuntimeError):
-    """A linear algebra routine failed on its input (a singular matrix): ``torch.linalg.LinAlgError``."""
+class _LinAlgError(RuntimeError):
+    """A linear algebra routine failed on its input (a singular matrix): ``torch.linalg.LinAlgError``.
+
+    Named as PyTorch's class (``torch._C._LinAlgError``), so ``type(e).__name__`` reads the same.
+    """
+
+
+LinAlgError = _LinAlgError
 
 
 def _dispatch(name: str, *args):
@@ -41,14 +47,15 @@ def _float_input(A, name: str) -> None:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got {A.dtype._tensor_name}")
 
 
-def _matrix_input(A, name: str, square: bool = False) -> None:
-    """PyTorch's checks of a batch of matrices: at least 2-D, floating point, square if asked."""
+def _matrix_input(A, name: str, square: bool = False, floating: bool = True) -> None:
+    """PyTorch's checks of a batch of matrices, in its order: at least 2-D, square if asked, floating point."""
     if len(A._shape) < 2:
         raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
-    _float_input(A, name)
     if square and A._shape[-1] != A._shape[-2]:
         raise RuntimeError(f"{name}: A must be batches of square matrices, but they are {A._shape[-2]} by "
                            f"{A._shape[-1]} matrices")
+    if floating:
+        _float_input(A, name)
 
 
 # ---------------------------------------------------------------------------
@@ -197,7 +204,7 @@ def _zero_pivot(m: np.ndarray) -> int:
     return n
 
 
-def _singular_inv(a: np.ndarray) -> LinAlgError:
+def _singular_inv(a: np.ndarray) -> _LinAlgError:
     batch = a.reshape((-1,) + a.shape[-2:])
     for i, m in enumerate(batch):
         if not np.all(np.isfinite(m)) or np.linalg.matrix_rank(m) < m.shape[0]:
@@ -252,7 +259,10 @@ def _solve_check(A, B, left):
                            f"{A.dtype._tensor_name} and B of type {B.dtype._tensor_name} instead")
     vector = len(B._shape) == 1 or (len(B._shape) == len(A._shape) - 1 and B._shape == A._shape[:-1])
     n = A._shape[-1]
-    b_rows = B._shape[-1] if vector else B._shape[-2 if left else -1]
+    if vector:   # B is a column (n x 1): for XA = B its one column must match A's n
+        b_rows = B._shape[-1] if left else 1
+    else:
+        b_rows = B._shape[-2 if left else -1]
     if b_rows != n:
         bm = f"{B._shape[-1]}x1" if vector else f"{B._shape[-2]}x{B._shape[-1]}"
         eq = "AX = B" if left else "XA = B"
@@ -353,9 +363,9 @@ def linalg_qr(A, mode="reduced"):
 
 
 def _eigh_check(A, UPLO):
-    if len(A._shape) >= 2 and not A.dtype.is_floating_point:
+    _matrix_input(A, "linalg.eigh", square=True, floating=False)
+    if not A.dtype.is_floating_point:
         raise NotImplementedError(f"\"linalg_eigh_cpu\" not implemented for '{A.dtype._tensor_name}'")
-    _matrix_input(A, "linalg.eigh", square=True)
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
 

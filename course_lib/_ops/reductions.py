@@ -437,7 +437,7 @@ def _aminmax_check(self, dim):
         return None, tuple(range(len(self._shape)))
     d = wrap_dim(dim, len(self._shape))
     if self._shape and self._shape[d] == 0:
-        raise IndexError(f"aminmax(): Expected reduction dim {d} to have non-zero size.")
+        raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
     return (d if self._shape else None), ((d,) if self._shape else ())
 
 

@@ -1164,7 +1164,7 @@ def _linalg_vector_norm(ctx, g):
     if p == 2:
         return x * (gg / r).masked_fill(r == 0, 0)
     if p < 1:                # as PyTorch's norm_backward: zeros of x get no gradient
-        return (x.sign() * x.abs() ** (p - 1)).masked_fill(x == 0, 0) * gg * r ** (1 - p)
+        return x.sign() * x.abs().masked_fill(x == 0, 1) ** (p - 1) * gg * r ** (1 - p)
     scaled = x.sign() * x.abs() ** (p - 1) if p < 2 else x * x.abs() ** (p - 2)
     return scaled * (gg / r ** (p - 1)).masked_fill(r == 0, 0)
 
