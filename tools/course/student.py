@@ -59,13 +59,20 @@ def stub_source(source: str) -> str:
     return "\n".join(out)
 
 
+#: the tag that makes JupyterLab (and nbval) go on after a cell that raises: a check cell of an unfinished
+#: exercise raises NotAttempted, and without it Run All would stop there, at the first exercise
+RAISES_EXCEPTION = "raises-exception"
+
+
 def student_cell(cell: NotebookNode) -> NotebookNode:
-    """The learner's version of one solutions cell: stubbed, no outputs."""
+    """The learner's version of one solutions cell: stubbed, no outputs; a check cell may raise."""
     cell = copy.deepcopy(cell)
     if cell.cell_type == "code":
         cell.source = stub_source(cell.source)
         cell.outputs = []
         cell.execution_count = None
+        if nbio.is_check(cell) and RAISES_EXCEPTION not in nbio.tags(cell):
+            cell.metadata["tags"] = [*nbio.tags(cell), RAISES_EXCEPTION]
     return cell
 
 
