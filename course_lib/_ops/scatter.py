@@ -25,6 +25,7 @@ from .common import broadcast_shapes, empty_meta, wrap, wrap_dim
 from .dispatcher import dispatch
 from .registry import OPS, register
 
+_warned_reduce = [False]  # scatter's reduce= deprecation has been reported (PyTorch warns once per process)
 _REDUCE_UFUNC = {"sum": np.add, "prod": np.multiply, "mean": np.add, "amax": np.maximum, "amin": np.minimum}
 
 
@@ -132,7 +133,8 @@ def scatter(self, dim, index, src=None, value=None, reduce=None):
     _check_scatter(self, d, index, v if is_tensor else None, "scatter")
     ufunc = None
     if reduce is not None:
-        if is_tensor:
+        if is_tensor and not _warned_reduce[0]:  # TORCH_WARN_ONCE: once per process
+            _warned_reduce[0] = True
             warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in "
                           "a future PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
                           UserWarning, stacklevel=3)
@@ -151,7 +153,7 @@ def scatter(self, dim, index, src=None, value=None, reduce=None):
 
 @register("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
           meta=lambda self, dim, index, src: (_check_scatter(self, wrap_dim(dim, _nd(self)), index, src,
-                                                             "scatter_add"), empty_meta(self._shape, self.dtype))[1],
+                                                             "scatter"), empty_meta(self._shape, self.dtype))[1],
           inplace="scatter_add_", kind="indexing")
 def scatter_add(self, dim, index, src):
     """A copy of ``self`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up)."""
@@ -183,7 +185,7 @@ def _reduce_name(reduce: str) -> str:
 
 def _scatter_reduce_meta(self, dim, index, src, reduce, include_self=True):
     _reduce_name(reduce)
-    _check_scatter(self, wrap_dim(dim, _nd(self)), index, src, "scatter_reduce")
+    _check_scatter(self, wrap_dim(dim, _nd(self)), index, src, "scatter")
     return empty_meta(self._shape, self.dtype)
 
 
@@ -196,7 +198,7 @@ def scatter_reduce(self, dim, index, src, reduce, include_self=True):
     """
     r = _reduce_name(reduce)
     d = wrap_dim(dim, _nd(self))
-    _check_scatter(self, d, index, src, "scatter_reduce")
+    _check_scatter(self, d, index, src, "scatter")
     out = np.array(self._np(), copy=True)
     if not index._np().size:
         return wrap(out, self.dtype)
@@ -317,7 +319,7 @@ def masked_select(self, mask):
     """The elements of ``self`` where ``mask`` is True, as a 1-D tensor (the two are broadcast first)."""
     if mask.dtype is not _dtype.bool_:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
-    shape = broadcast_shapes(self._shape, mask._shape)
+    shape = broadcast_shapes(mask._shape, self._shape)
     a = np.broadcast_to(self._np(), shape)
     m = np.broadcast_to(mask._np(), shape)
     return wrap(a[m], self.dtype)

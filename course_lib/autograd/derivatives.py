@@ -892,11 +892,12 @@ def _scatter_value(g, dim, index, value):
 
 
 @derivative("scatter", lambda self, dim, index, src=None, value=None, reduce=None:
+            "NotImplemented" if reduce is not None else
             "ScatterBackward0" if src is not None and hasattr(src, "_shape") else "ScatterBackward1",
             save={"index": ALL})
 def _scatter(ctx, g):
-    if ctx.reduce is not None:
-        raise RuntimeError("the derivative for 'scatter' with reduce is not implemented (use scatter_reduce)")
+    if ctx.reduce is not None:  # PyTorch has no formula for scatter's reduce= overloads either
+        raise RuntimeError("derivative for aten::scatter is not implemented")
     n = ctx.needs_input_grad
     gself = _scatter_value(g, ctx.dim, ctx.index, 0) if n[0] else None
     gsrc = g.gather(ctx.dim, ctx.index) if len(n) > 2 and n[2] else None
