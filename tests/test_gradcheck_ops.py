@@ -597,6 +597,60 @@ SPECS["unbind"] = (lambda rng: [("dim1", lambda x: x.unbind(1), (rand(rng, 2, 3)
                                 ("last-used", lambda x: x.unbind(0)[-1].exp(), (rand(rng, 3, 2),))], True, "unbind")
 
 
+# -- sorting and selection (distinct values: the derivative jumps at ties), the nan- and paired reductions ------
+SPECS["sort"] = (lambda rng: [("desc-dim0", lambda x: op("sort")(x, 0, True)[0], (distinct(rng, 3, 4),)),
+                              ("stable-noncontig", lambda x: op("sort")(x, -1, False, True)[0],
+                               (distinct(rng, 4, 3).t().detach().requires_grad_(),)),
+                              ("0d", lambda x: op("sort")(x)[0], (rand(rng),))], True, "sort")
+SPECS["topk"] = (lambda rng: [("largest", lambda x: op("topk")(x, 2)[0], (distinct(rng, 3, 4),)),
+                              ("smallest-dim0", lambda x: op("topk")(x, 2, 0, False)[0], (distinct(rng, 3, 4),))],
+                 True, "topk")
+SPECS["kthvalue"] = (lambda rng: [("keep", lambda x: op("kthvalue")(x, 2, 1, True)[0], (distinct(rng, 3, 4),)),
+                                  ("dim0", lambda x: op("kthvalue")(x, 3, 0)[0], (distinct(rng, 3, 4),))],
+                     True, "kthvalue")
+SPECS["median"] = (lambda rng: [("all", op("median"), (distinct(rng, 3, 4),)),
+                                ("dim1", lambda x: op("median")(x, 1)[0], (distinct(rng, 3, 4),))], True, "median")
+SPECS["mode"] = (lambda rng: [("repeats", lambda x: op("mode")(x.repeat(1, 2), 1)[0], (distinct(rng, 3, 2),))],
+                 True, "mode")
+SPECS["cumprod"] = (lambda rng: [
+    ("dim1", lambda x: op("cumprod")(x, 1), (rand(rng, 3, 4),)),
+    ("zeros", lambda x: op("cumprod")(x * cl.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]], dtype=F64), 1),
+     (rand(rng, 2, 3),)),
+    ("0d", lambda x: op("cumprod")(x, 0), (rand(rng),))], True, "cumprod")
+SPECS["nansum"] = (lambda rng: [
+    ("nan-dim1", lambda x: op("nansum")(x.masked_fill(cl.tensor([[True, False, False], [False, False, True]]),
+                                                      float("nan")), 1), (rand(rng, 2, 3),)),
+    ("all", op("nansum"), (rand(rng, 2, 3),))], True, "nansum")
+SPECS["aminmax"] = (lambda rng: [("all", op("aminmax"), (distinct(rng, 3, 4),)),
+                                 ("dim0-keep", lambda x: op("aminmax")(x, 0, True), (distinct(rng, 3, 4),))],
+                    True, "aminmax")
+SPECS["var_mean"] = (lambda rng: [("dim1", lambda x: op("var_mean")(x, 1), (rand(rng, 3, 4),)),
+                                  ("all-biased", lambda x: op("var_mean")(x, None, 0), (rand(rng, 3, 4),))],
+                     True, "var_mean")
+SPECS["std_mean"] = (lambda rng: [("dim0-keep", lambda x: op("std_mean")(x, 0, 1, True), (rand(rng, 3, 4),))],
+                     True, "std_mean")
+
+# -- linalg (well-conditioned matrices: a random one plus 4 on the diagonal) ------------------------------
+def _well(rng, *shape):
+    return leaf(rng.uniform(-1, 1, size=shape) + 4 * np.eye(shape[-1]))
+
+
+SPECS["linalg_vector_norm"] = (lambda rng: [
+    (f"ord{p}-dim{d}", lambda x, p=p, d=d: op("linalg_vector_norm")(x, p, d), (away_from_int(rng, 3, 4),))
+    for p, d in ((2, None), (1, 1), (3, (0, 1)), (0.5, 0), (-1.5, 1), (float("inf"), 1))], True, "linalg_vector_norm")
+SPECS["linalg_inv"] = (lambda rng: [("3x3", op("linalg_inv"), (_well(rng, 3, 3),)),
+                                    ("batch", op("linalg_inv"), (_well(rng, 2, 2, 2),))], True, "linalg_inv")
+SPECS["linalg_det"] = (lambda rng: [("3x3", op("linalg_det"), (_well(rng, 3, 3),)),
+                                    ("batch", op("linalg_det"), (_well(rng, 2, 2, 2),))], True, "linalg_det")
+SPECS["linalg_solve"] = (lambda rng: [
+    ("matrix", op("linalg_solve"), (_well(rng, 3, 3), rand(rng, 3, 2))),
+    ("vector", op("linalg_solve"), (_well(rng, 3, 3), rand(rng, 3))),
+    ("right", lambda a, b: op("linalg_solve")(a, b, False), (_well(rng, 3, 3), rand(rng, 2, 3))),
+    ("broadcast", op("linalg_solve"), (_well(rng, 2, 3, 3), rand(rng, 3, 2)))], True, "linalg_solve")
+# U and Vh are not recorded in svdvals' backward: first derivative only
+SPECS["linalg_svdvals"] = (lambda rng: [("3x4", op("linalg_svdvals"), (rand(rng, 3, 4),))], False, "linalg_svdvals")
+
+
 # ---------------------------------------------------------------------------
 # the tests
 # ---------------------------------------------------------------------------

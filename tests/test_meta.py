@@ -142,6 +142,24 @@ SAMPLES["clamp_"] = [(T(2, 3), 0.0, 1.0)]
 SAMPLES["bitwise_not"] = SAMPLES["bitwise_not_"] = [(T(2, 3, dtype="int32"),), (T(3, dtype="bool"),)]
 SAMPLES["lerp_"] = [(T(2, 3), T(3), 0.5)]
 
+# sorting, selection and linalg (square or well-shaped matrices)
+SAMPLES.update({
+    "sort": [(T(2, 3),), (T(2, 3), 0, True, True)], "topk": [(T(2, 3), 2), (T(2, 3), 1, 0, False)],
+    "kthvalue": [(T(2, 3), 2), (T(2, 3), 1, 0, True)], "median": [(T(2, 3),), (T(2, 3), 1, True)],
+    "mode": [(T(2, 3),), (T(2, 3), 0, True)], "cumprod": [(T(2, 3), 1), (T(2, 3, dtype="int32"), 0)],
+    "count_nonzero": [(T(2, 3),), (T(2, 3), (0, 1))], "nansum": [(T(2, 3), 1, True)],
+    "aminmax": [(T(2, 3),), (T(2, 3), 1, True)], "var_mean": [(T(2, 3), 1)], "std_mean": [(T(2, 3), None, 0, True)],
+    "searchsorted": [(T(4, dtype="int64", values=[1, 3, 5, 7]), T(2, 3, dtype="int64"), True)],
+    "bucketize": [(T(2, 3), T(4, values=[0.5, 1.5, 2.5, 3.5]), True, True)],
+    "linalg_vector_norm": [(T(2, 3),), (T(2, 3), 1, 1, True)],
+    "linalg_inv": [(T(2, 2, values=[2.0, 1.0, 1.0, 3.0]),)], "inverse": [(T(2, 2, values=[2.0, 1.0, 1.0, 3.0]),)],
+    "linalg_det": [(T(3, 3),)], "det": [(T(2, 2),)],
+    "linalg_solve": [(T(2, 2, values=[2.0, 1.0, 1.0, 3.0]), T(2, 3)), (T(2, 2, values=[2.0, 1.0, 1.0, 3.0]), T(2))],
+    "linalg_svd": [(T(2, 3),), (T(2, 3, 4), False)], "linalg_svdvals": [(T(3, 2),)],
+    "linalg_qr": [(T(3, 2),), (T(2, 3), "complete"), (T(2, 3), "r")],
+    "linalg_eigh": [(T(2, 2, values=[2.0, 1.0, 1.0, 3.0]),)],
+})
+
 # factories and random ops: the meta run passes device="meta" (see test_meta_matches_cpu)
 SAMPLES.update({
     "arange": [(0, 5, 1), (0.0, 2.0, 0.5)], "linspace": [(0.0, 1.0, 5)], "eye": [(3,), (2, 4)],
@@ -175,7 +193,7 @@ SAMPLES.update({
 })
 
 # ops whose output shape depends on the values: no meta kernel, as in PyTorch
-DATA_DEPENDENT = {"nonzero", "masked_select"}
+DATA_DEPENDENT = {"nonzero", "masked_select", "unique"}
 # backward helpers of the nn ops: exercised by the autograd tests through their forward ops
 BACKWARD_HELPERS = {n for n in OPS if n.endswith("_backward") or n.endswith("_dense_backward")}
 
