@@ -14,7 +14,6 @@ import math
 
 import numpy as np
 
-from .. import _dtype
 from .common import broadcast_shapes, empty_meta, wrap, wrap_dims
 from .reductions import _return_type_fields
 from .registry import register
@@ -135,7 +134,8 @@ def _matrix_norm_check(A, ord, dim):  # noqa: A002
 @register("linalg_matrix_norm(Tensor self, Scalar ord='fro', int[] dim=[-2,-1], bool keepdim=False, *, "
           "ScalarType? dtype=None) -> Tensor", variants=(), kind="composite")
 def linalg_matrix_norm(self, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):  # noqa: A002
-    """A matrix norm over the two dims ``dim``: 'fro', 'nuc', 1/-1 (columns), inf/-inf (rows), 2/-2 (singular values)."""
+    """A matrix norm over the two dims ``dim``: 'fro', 'nuc', 1/-1 (columns), inf/-inf (rows), 2/-2 (singular
+    values)."""
     d0, d1 = _matrix_norm_check(self, ord, dim)
     A = self if dtype is None else _dispatch("_to_copy", self, dtype)
     if ord == "fro":

@@ -350,7 +350,7 @@ def broadcast_to(self, size):
 
 
 def bucketize(self, boundaries, *, out_int32=False, right=False):
-    """The bucket of each value of ``self`` for the sorted 1-D ``boundaries`` (``searchsorted`` with the roles swapped).
+    """The bucket of each value of ``self`` for the sorted 1-D ``boundaries`` (``searchsorted``, roles swapped).
 
     Schema: bucketize(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor
     """

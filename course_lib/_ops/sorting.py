@@ -336,7 +336,7 @@ def _bucketize_meta(self, boundaries, out_int32=False, right=False):
 @register("bucketize(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor",
           meta=_bucketize_meta, variants=("function",), kind="indexing")
 def bucketize(self, boundaries, out_int32=False, right=False):
-    """The bucket of each value of ``self`` for the sorted 1-D ``boundaries`` (``searchsorted`` with the roles swapped)."""
+    """The bucket of each value of ``self`` for the sorted 1-D ``boundaries`` (``searchsorted``, roles swapped)."""
     _bucketize_check(boundaries)
     values = self._np() if isinstance(self, Tensor) else np.asarray(self)
     pos = np.searchsorted(boundaries._np(), values, side="right" if right else "left")
