@@ -301,3 +301,107 @@ def test_nn_utils_clipping_and_vectors(torch, norm_type):
         p.grad = m.tensor([float("inf"), 1.0])
         got = outcome(lambda: m.nn.utils.clip_grad_norm_(p, 1.0, error_if_nonfinite=True))
         assert got[0] == "RuntimeError" and "is non-finite, so it cannot be clipped" in got[1]
+
+
+# ---------------------------------------------------------------------------
+# optimizers and schedulers
+# ---------------------------------------------------------------------------
+OPTIMIZERS = [
+    ("RMSprop", {}), ("RMSprop", {"lr": 0.01, "momentum": 0.9, "centered": True, "weight_decay": 0.1}),
+    ("RMSprop", {"alpha": 0.9, "eps": 1e-3, "maximize": True, "momentum": 0.5}),
+    ("Adagrad", {}), ("Adagrad", {"lr": 0.1, "lr_decay": 0.05, "weight_decay": 0.1, "initial_accumulator_value": 0.2}),
+    ("Adagrad", {"eps": 1e-3, "maximize": True}),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name,kw", OPTIMIZERS, ids=[f"{n}{k}" for n, k in OPTIMIZERS])
+def test_optimizer_trajectories_and_state(torch, name, kw, dtype):
+    rng = np.random.default_rng(4)
+    w0, x, y = rng.standard_normal((3, 4)), rng.standard_normal((5, 4)), rng.standard_normal((5, 3))
+    runs = []
+    for m in (torch, cl):
+        w = m.nn.Parameter(m.tensor(w0, dtype=getattr(m, dtype)))
+        spare = m.nn.Parameter(m.ones(2, dtype=getattr(m, dtype)))  # never gets a gradient
+        opt = getattr(m.optim, name)([w, spare], **kw)
+        traj = []
+        for _ in range(5):
+            opt.zero_grad()
+            loss = ((m.tensor(x, dtype=w.dtype) @ w.t() - m.tensor(y, dtype=w.dtype)) ** 2).mean()
+            loss.backward()
+            opt.step()
+            traj.append(w.detach().clone())
+        sd = opt.state_dict()
+        runs.append((traj, sd, spare))
+    (tt, sdt, _), (tc, sdc, spare) = runs
+    rtol = 1e-6 if dtype == "float32" else 1e-12
+    for a, b in zip(tc, tt):
+        close(a, b, rtol=rtol, atol=rtol)
+    assert sdc["param_groups"] == sdt["param_groups"]
+    assert list(sdc["state"]) == list(sdt["state"])
+    for k in sdt["state"]:
+        assert list(sdc["state"][k]) == list(sdt["state"][k])
+        for n, v in sdt["state"][k].items():
+            assert str(sdc["state"][k][n].dtype)[11:] == str(v.dtype)[6:], n
+            close(sdc["state"][k][n], v, rtol=rtol, atol=rtol)
+    # a fresh optimizer loaded with the state continues identically
+    w2 = cl.nn.Parameter(tc[-1].clone())
+    opt2 = getattr(cl.optim, name)([w2, spare], **kw)
+    opt2.load_state_dict(sdc)
+    assert opt2.state_dict()["param_groups"] == sdc["param_groups"]
+
+
+def _lr_sequence(m, make, steps, metrics=None):
+    ps = [m.nn.Parameter(m.ones(1))]
+    opt = m.optim.SGD([{"params": ps}, {"params": [m.nn.Parameter(m.ones(1))], "lr": 0.5}], lr=1.0,
+                      momentum=0.9)
+    sched = make(m, opt)
+    seq = [list(sched.get_last_lr()) + [g.get("momentum") for g in opt.param_groups]]
+    for i in range(steps):
+        opt.step()
+        if metrics is None:
+            sched.step()
+        else:
+            sched.step(metrics[i])
+        seq.append(list(sched.get_last_lr()) + [g.get("momentum") for g in opt.param_groups])
+    return seq, sched, opt
+
+
+SCHEDULERS = [
+    ("MultiStepLR", lambda m, o: m.optim.lr_scheduler.MultiStepLR(o, [2, 5, 5, 7], gamma=0.5), None),
+    ("LinearLR", lambda m, o: m.optim.lr_scheduler.LinearLR(o, start_factor=0.25, total_iters=4), None),
+    ("LinearLR-decay", lambda m, o: m.optim.lr_scheduler.LinearLR(o, 1.0, 0.1, total_iters=6), None),
+    ("LambdaLR", lambda m, o: m.optim.lr_scheduler.LambdaLR(o, [lambda e: 0.9 ** e, lambda e: 1 / (e + 1)]), None),
+    ("OneCycleLR", lambda m, o: m.optim.lr_scheduler.OneCycleLR(o, max_lr=[1.0, 2.0], total_steps=11), None),
+    ("OneCycleLR-linear-3phase", lambda m, o: m.optim.lr_scheduler.OneCycleLR(
+        o, max_lr=0.3, epochs=2, steps_per_epoch=6, anneal_strategy="linear", three_phase=True, pct_start=0.25), None),
+    ("SequentialLR", lambda m, o: m.optim.lr_scheduler.SequentialLR(o, [
+        m.optim.lr_scheduler.LinearLR(o, start_factor=0.1, total_iters=3),
+        m.optim.lr_scheduler.StepLR(o, 2, gamma=0.5),
+        m.optim.lr_scheduler.ExponentialLR(o, 0.9)], milestones=[3, 6]), None),
+    ("ReduceLROnPlateau", lambda m, o: m.optim.lr_scheduler.ReduceLROnPlateau(o, patience=1, cooldown=1,
+                                                                             min_lr=[0.1, 0.2]),
+     [5, 4, 4, 4, 4, 3.9999, 4, 4, 2, 2]),
+    ("ReduceLROnPlateau-max-abs", lambda m, o: m.optim.lr_scheduler.ReduceLROnPlateau(
+        o, "max", factor=0.5, patience=0, threshold=0.5, threshold_mode="abs"), [1, 1.2, 2, 2.4, 3, 3, 3, 3, 3, 3]),
+]
+
+
+@pytest.mark.parametrize("name,make,metrics", SCHEDULERS, ids=[s[0] for s in SCHEDULERS])
+def test_scheduler_lr_sequences_and_state_dicts(torch, name, make, metrics):
+    seq_t, sched_t, _ = _lr_sequence(torch, make, 10, metrics)
+    seq_c, sched_c, _ = _lr_sequence(cl, make, 10, metrics)
+    np.testing.assert_allclose(np.array(seq_c, dtype=float), np.array(seq_t, dtype=float), rtol=1e-12)
+    sd_t, sd_c = sched_t.state_dict(), sched_c.state_dict()
+    skip = {"_get_lr_called_within_step", "_is_initial", "_schedulers"}  # torch's bookkeeping flags
+    assert sorted(set(sd_c) - skip) == sorted(set(sd_t) - skip)
+    # round trip: a new scheduler loaded from the state dict continues as the original does
+    first, sched2, opt2 = _lr_sequence(cl, make, 3, metrics)
+    sched2.load_state_dict(sd_c)
+    for g, lr in zip(opt2.param_groups, sched_c.get_last_lr()):
+        g["lr"] = lr
+    if metrics is None:
+        sched_c.step(), sched2.step()
+    else:
+        sched_c.step(1.0), sched2.step(1.0)
+    assert sched2.get_last_lr() == sched_c.get_last_lr()
