@@ -405,3 +405,67 @@ def test_scheduler_lr_sequences_and_state_dicts(torch, name, make, metrics):
     else:
         sched_c.step(1.0), sched2.step(1.0)
     assert sched2.get_last_lr() == sched_c.get_last_lr()
+
+
+# ---------------------------------------------------------------------------
+# autograd.functional
+# ---------------------------------------------------------------------------
+def _af_cases(m):
+    """(name, fn, args, kwargs) in library ``m``; the functions mix ops with first and second derivatives."""
+    def f(x):
+        return (x.sin() * x).sum(-1)
+
+    def g(x, y):
+        return (x * y.exp()).tanh(), x.sum() * y
+
+    def s(x, y):
+        return (x * x * y.sum()).sum() + (y ** 3).sum()
+
+    def lin(x, y):
+        return x * 2
+
+    x = m.tensor([[0.3, -1.2, 2.0], [0.5, 0.1, -0.7]], dtype=m.float64)
+    y = m.tensor([0.4, -0.2, 1.1], dtype=m.float64)
+    v2 = m.tensor([1.0, -2.0], dtype=m.float64)
+    return [
+        ("vjp", f, (x, v2), {}), ("vjp", g, ((x, y), (m.ones(2, 3, dtype=m.float64), y)), {}),
+        ("jvp", f, (x, x * 0.5), {}), ("jvp", g, ((x, y), (x, y)), {}),
+        ("jacobian", f, (x,), {}), ("jacobian", g, ((x, y),), {}), ("jacobian", g, ((x, y),), {"vectorize": True}),
+        ("hessian", lambda t: f(t).sum(), (x,), {}), ("hessian", s, ((x, y),), {}),
+        ("hvp", s, ((x, y), (x, y)), {}), ("vhp", s, ((x, y), (x, y)), {}),
+        ("jacobian", lin, ((x, y),), {}),
+        ("hessian", lambda a, b: (a * 2).sum() + b.sum(), ((x, y),), {}),
+        # errors
+        ("vjp", lambda t: t * 2, (x,), {}), ("jvp", f, (x, y), {}), ("vjp", lin, ((x, y), x), {"strict": True}),
+        ("jacobian", lin, ((x, y),), {"strict": True}), ("hvp", g, ((x, y), (x, y)), {}),
+        ("hessian", lambda a: a.sum() * 2, (x,), {"strict": True}), ("vjp", f, ([1.0],), {}),
+    ]
+
+
+def test_autograd_functional_matches_torch(torch):
+    for i, ((name, fc, ac, kc), (_, ft, at, kt)) in enumerate(zip(_af_cases(cl), _af_cases(torch))):
+        got = outcome(lambda: getattr(cl.autograd.functional, name)(fc, *ac, **kc))
+        want = outcome(lambda: getattr(torch.autograd.functional, name)(ft, *at, **kt))
+        assert got[0] == want[0], (i, name, got, want)
+        if want[0] != "ok":
+            assert got[1] == want[1], (i, name)
+            continue
+        flat_c, flat_t = _flat(got[1]), _flat(want[1])
+        assert len(flat_c) == len(flat_t), (i, name)
+        for a, b in zip(flat_c, flat_t):
+            assert not a.requires_grad
+            close(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_autograd_functional_create_graph(torch):
+    res = []
+    for m in (torch, cl):
+        x = m.tensor([0.3, -1.2, 2.0], dtype=m.float64, requires_grad=True)
+        _, jv = m.autograd.functional.jvp(lambda t: t.sin() * t, x, x.detach() + 1, create_graph=True)
+        h = m.autograd.functional.hessian(lambda t: (t ** 3).sum(), x, create_graph=True)
+        _, hv = m.autograd.functional.hvp(lambda t: (t.exp() * t).sum(), x, m.ones(3, dtype=m.float64),
+                                          create_graph=True)
+        assert jv.requires_grad and h.requires_grad and hv.requires_grad
+        (jv.sum() + h.sum() + hv.sum()).backward()
+        res.append(x.grad)
+    close(res[1], res[0], rtol=1e-12, atol=1e-12)
