@@ -52,9 +52,14 @@ def test_every_op_has_its_bindings():
 
 
 def test_generated_source_reads_like_the_schema():
-    src = bindings.python_source(OPS["add"])
-    assert src.startswith("def add(self, other, *, alpha=1):")
+    from course_lib._ops.registry import OpDef
+    plain = bindings.python_source(OpDef(OPS["add"].schema, None, None))   # chapter 01's exercise: no out=
+    assert plain.startswith("def add(self, other, *, alpha=1):")
+    assert plain.endswith("    return _dispatch(_op, (self, other, alpha))\n")
+    src = bindings.python_source(OPS["add"])   # the registered op has an out overload (OUT_OVERLOADS)
+    assert src.startswith("def add(self, other, *, alpha=1, out=None):")
     assert "return _dispatch(_op, (self, other, alpha))" in src
+    assert "return _call_with_out(_op, (self, other, alpha), out)" in src
     assert "Schema: add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor" in src
     # the checked-in bindings are that text, with the op looked up by name
     assert inspect.getsource(cl.add) == bindings.python_source(OPS["add"], op_ref='_OPS["add"]')

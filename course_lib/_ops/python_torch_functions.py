@@ -11,6 +11,7 @@ written by ``tools/autograd/gen_python_functions.py``.
 from __future__ import annotations
 
 from .dispatcher import dispatch as _dispatch
+from .out_arg import call_with_out as _call_with_out
 from .registry import OPS as _OPS
 
 __all__ = [
@@ -173,60 +174,74 @@ __all__ = [
 ]
 
 
-def abs(self):
+def abs(self, *, out=None):
     """|x|, elementwise.
 
     Schema: abs(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["abs"], (self,))
+    if out is None:
+        return _dispatch(_OPS["abs"], (self,))
+    return _call_with_out(_OPS["abs"], (self,), out)
 
 
-def acos(self):
+def acos(self, *, out=None):
     """Inverse cosine, elementwise.
 
     Schema: acos(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["acos"], (self,))
+    if out is None:
+        return _dispatch(_OPS["acos"], (self,))
+    return _call_with_out(_OPS["acos"], (self,), out)
 
 
-def add(self, other, *, alpha=1):
+def add(self, other, *, alpha=1, out=None):
     """self + alpha * other, broadcasting.
 
     Schema: add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
     """
-    return _dispatch(_OPS["add"], (self, other, alpha))
+    if out is None:
+        return _dispatch(_OPS["add"], (self, other, alpha))
+    return _call_with_out(_OPS["add"], (self, other, alpha), out)
 
 
-def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+def addmm(self, mat1, mat2, *, beta=1, alpha=1, out=None):
     """beta * self + alpha * (mat1 @ mat2): what ``Linear`` with a bias calls.
 
     Schema: addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor
     """
-    return _dispatch(_OPS["addmm"], (self, mat1, mat2, beta, alpha))
+    if out is None:
+        return _dispatch(_OPS["addmm"], (self, mat1, mat2, beta, alpha))
+    return _call_with_out(_OPS["addmm"], (self, mat1, mat2, beta, alpha), out)
 
 
-def all(self, dim=None, keepdim=False):
+def all(self, dim=None, keepdim=False, *, out=None):
     """True where every element over ``dim`` is non-zero (uint8 inputs give uint8).
 
     Schema: all(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor
     """
-    return _dispatch(_OPS["all"], (self, dim, keepdim))
+    if out is None:
+        return _dispatch(_OPS["all"], (self, dim, keepdim))
+    return _call_with_out(_OPS["all"], (self, dim, keepdim), out)
 
 
-def amax(self, dim=(), keepdim=False):
+def amax(self, dim=(), keepdim=False, *, out=None):
     """Largest value over ``dim`` (all dims by default); gradient splits evenly between ties.
 
     Schema: amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor
     """
-    return _dispatch(_OPS["amax"], (self, dim, keepdim))
+    if out is None:
+        return _dispatch(_OPS["amax"], (self, dim, keepdim))
+    return _call_with_out(_OPS["amax"], (self, dim, keepdim), out)
 
 
-def amin(self, dim=(), keepdim=False):
+def amin(self, dim=(), keepdim=False, *, out=None):
     """Smallest value over ``dim`` (all dims by default).
 
     Schema: amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor
     """
-    return _dispatch(_OPS["amin"], (self, dim, keepdim))
+    if out is None:
+        return _dispatch(_OPS["amin"], (self, dim, keepdim))
+    return _call_with_out(_OPS["amin"], (self, dim, keepdim), out)
 
 
 def aminmax(self, *, dim=None, keepdim=False):
@@ -237,28 +252,34 @@ def aminmax(self, *, dim=None, keepdim=False):
     return _dispatch(_OPS["aminmax"], (self, dim, keepdim))
 
 
-def any(self, dim=None, keepdim=False):
+def any(self, dim=None, keepdim=False, *, out=None):
     """True where some element over ``dim`` is non-zero (uint8 inputs give uint8).
 
     Schema: any(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor
     """
-    return _dispatch(_OPS["any"], (self, dim, keepdim))
+    if out is None:
+        return _dispatch(_OPS["any"], (self, dim, keepdim))
+    return _call_with_out(_OPS["any"], (self, dim, keepdim), out)
 
 
-def argmax(self, dim=None, keepdim=False):
+def argmax(self, dim=None, keepdim=False, *, out=None):
     """Index of the largest value (of the flattened tensor when ``dim`` is None); first one on ties.
 
     Schema: argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
     """
-    return _dispatch(_OPS["argmax"], (self, dim, keepdim))
+    if out is None:
+        return _dispatch(_OPS["argmax"], (self, dim, keepdim))
+    return _call_with_out(_OPS["argmax"], (self, dim, keepdim), out)
 
 
-def argmin(self, dim=None, keepdim=False):
+def argmin(self, dim=None, keepdim=False, *, out=None):
     """Index of the smallest value; first one on ties.
 
     Schema: argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
     """
-    return _dispatch(_OPS["argmin"], (self, dim, keepdim))
+    if out is None:
+        return _dispatch(_OPS["argmin"], (self, dim, keepdim))
+    return _call_with_out(_OPS["argmin"], (self, dim, keepdim), out)
 
 
 def argsort(self, dim=-1, descending=False, *, stable=False):
@@ -277,68 +298,84 @@ def as_strided(self, size, stride, storage_offset=None):
     return _dispatch(_OPS["as_strided"], (self, size, stride, storage_offset))
 
 
-def asin(self):
+def asin(self, *, out=None):
     """Inverse sine, elementwise.
 
     Schema: asin(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["asin"], (self,))
+    if out is None:
+        return _dispatch(_OPS["asin"], (self,))
+    return _call_with_out(_OPS["asin"], (self,), out)
 
 
-def atan(self):
+def atan(self, *, out=None):
     """Inverse tangent, elementwise.
 
     Schema: atan(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["atan"], (self,))
+    if out is None:
+        return _dispatch(_OPS["atan"], (self,))
+    return _call_with_out(_OPS["atan"], (self,), out)
 
 
-def atan2(self, other):
+def atan2(self, other, *, out=None):
     """
 
     Schema: atan2(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["atan2"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["atan2"], (self, other))
+    return _call_with_out(_OPS["atan2"], (self, other), out)
 
 
-def bitwise_and(self, other):
+def bitwise_and(self, other, *, out=None):
     """Elementwise bitwise_and of integer or bool tensors.
 
     Schema: bitwise_and(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["bitwise_and"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["bitwise_and"], (self, other))
+    return _call_with_out(_OPS["bitwise_and"], (self, other), out)
 
 
-def bitwise_not(self):
+def bitwise_not(self, *, out=None):
     """``~x``: bitwise not of integers, logical not of bools.
 
     Schema: bitwise_not(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["bitwise_not"], (self,))
+    if out is None:
+        return _dispatch(_OPS["bitwise_not"], (self,))
+    return _call_with_out(_OPS["bitwise_not"], (self,), out)
 
 
-def bitwise_or(self, other):
+def bitwise_or(self, other, *, out=None):
     """Elementwise bitwise_or of integer or bool tensors.
 
     Schema: bitwise_or(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["bitwise_or"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["bitwise_or"], (self, other))
+    return _call_with_out(_OPS["bitwise_or"], (self, other), out)
 
 
-def bitwise_xor(self, other):
+def bitwise_xor(self, other, *, out=None):
     """Elementwise bitwise_xor of integer or bool tensors.
 
     Schema: bitwise_xor(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["bitwise_xor"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["bitwise_xor"], (self, other))
+    return _call_with_out(_OPS["bitwise_xor"], (self, other), out)
 
 
-def bmm(self, mat2):
+def bmm(self, mat2, *, out=None):
     """Batched matrix product: (b, n, m) @ (b, m, p) -> (b, n, p).
 
     Schema: bmm(Tensor self, Tensor mat2) -> Tensor
     """
-    return _dispatch(_OPS["bmm"], (self, mat2))
+    if out is None:
+        return _dispatch(_OPS["bmm"], (self, mat2))
+    return _call_with_out(_OPS["bmm"], (self, mat2), out)
 
 
 def broadcast_to(self, size):
@@ -357,20 +394,24 @@ def bucketize(self, boundaries, *, out_int32=False, right=False):
     return _dispatch(_OPS["bucketize"], (self, boundaries, out_int32, right))
 
 
-def cat(tensors, dim=0):
+def cat(tensors, dim=0, *, out=None):
     """Join tensors along an existing dim (their dtypes are promoted).
 
     Schema: cat(Tensor[] tensors, int dim=0) -> Tensor
     """
-    return _dispatch(_OPS["cat"], (tensors, dim))
+    if out is None:
+        return _dispatch(_OPS["cat"], (tensors, dim))
+    return _call_with_out(_OPS["cat"], (tensors, dim), out)
 
 
-def ceil(self):
+def ceil(self, *, out=None):
     """Round up, elementwise.
 
     Schema: ceil(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["ceil"], (self,))
+    if out is None:
+        return _dispatch(_OPS["ceil"], (self,))
+    return _call_with_out(_OPS["ceil"], (self,), out)
 
 
 def chunk(self, chunks, dim=0):
@@ -381,12 +422,14 @@ def chunk(self, chunks, dim=0):
     return _dispatch(_OPS["chunk"], (self, chunks, dim))
 
 
-def clamp(self, min=None, max=None):
+def clamp(self, min=None, max=None, *, out=None):
     """Limit every element to [min, max]; either bound may be None (or a tensor).
 
     Schema: clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
     """
-    return _dispatch(_OPS["clamp"], (self, min, max))
+    if out is None:
+        return _dispatch(_OPS["clamp"], (self, min, max))
+    return _call_with_out(_OPS["clamp"], (self, min, max), out)
 
 
 def clone(self, *, memory_format='preserve_format'):
@@ -397,12 +440,14 @@ def clone(self, *, memory_format='preserve_format'):
     return _dispatch(_OPS["clone"], (self, memory_format))
 
 
-def column_stack(tensors):
+def column_stack(tensors, *, out=None):
     """Join along the second dim, 0-d and 1-d tensors as columns.
 
     Schema: column_stack(Tensor[] tensors) -> Tensor
     """
-    return _dispatch(_OPS["column_stack"], (tensors,))
+    if out is None:
+        return _dispatch(_OPS["column_stack"], (tensors,))
+    return _call_with_out(_OPS["column_stack"], (tensors,), out)
 
 
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
@@ -413,20 +458,24 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     return _dispatch(_OPS["convolution"], (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups))
 
 
-def cos(self):
+def cos(self, *, out=None):
     """Cosine, elementwise.
 
     Schema: cos(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["cos"], (self,))
+    if out is None:
+        return _dispatch(_OPS["cos"], (self,))
+    return _call_with_out(_OPS["cos"], (self,), out)
 
 
-def cosh(self):
+def cosh(self, *, out=None):
     """Hyperbolic cosine, elementwise.
 
     Schema: cosh(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["cosh"], (self,))
+    if out is None:
+        return _dispatch(_OPS["cosh"], (self,))
+    return _call_with_out(_OPS["cosh"], (self,), out)
 
 
 def count_nonzero(self, dim=None):
@@ -445,12 +494,14 @@ def cumprod(self, dim, *, dtype=None):
     return _dispatch(_OPS["cumprod"], (self, dim, dtype))
 
 
-def cumsum(self, dim, *, dtype=None):
+def cumsum(self, dim, *, dtype=None, out=None):
     """Running sum along ``dim``.
 
     Schema: cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
     """
-    return _dispatch(_OPS["cumsum"], (self, dim, dtype))
+    if out is None:
+        return _dispatch(_OPS["cumsum"], (self, dim, dtype))
+    return _call_with_out(_OPS["cumsum"], (self, dim, dtype), out)
 
 
 def det(self):
@@ -493,36 +544,44 @@ def diagonal(self, offset=0, dim1=0, dim2=1):
     return _dispatch(_OPS["diagonal"], (self, offset, dim1, dim2))
 
 
-def diagonal_copy(self, offset=0, dim1=0, dim2=1):
+def diagonal_copy(self, offset=0, dim1=0, dim2=1, *, out=None):
     """``diagonal`` as a copy instead of a view.
 
     Schema: diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor
     """
-    return _dispatch(_OPS["diagonal_copy"], (self, offset, dim1, dim2))
+    if out is None:
+        return _dispatch(_OPS["diagonal_copy"], (self, offset, dim1, dim2))
+    return _call_with_out(_OPS["diagonal_copy"], (self, offset, dim1, dim2), out)
 
 
-def div(self, other, *, rounding_mode=None):
+def div(self, other, *, rounding_mode=None, out=None):
     """True division (integers give floats); ``rounding_mode='floor'|'trunc'`` rounds.
 
     Schema: div(Tensor self, Tensor other, *, str? rounding_mode=None) -> Tensor
     """
-    return _dispatch(_OPS["div"], (self, other, rounding_mode))
+    if out is None:
+        return _dispatch(_OPS["div"], (self, other, rounding_mode))
+    return _call_with_out(_OPS["div"], (self, other, rounding_mode), out)
 
 
-def dot(self, tensor):
+def dot(self, tensor, *, out=None):
     """Inner product of two 1-D tensors.
 
     Schema: dot(Tensor self, Tensor tensor) -> Tensor
     """
-    return _dispatch(_OPS["dot"], (self, tensor))
+    if out is None:
+        return _dispatch(_OPS["dot"], (self, tensor))
+    return _call_with_out(_OPS["dot"], (self, tensor), out)
 
 
-def dstack(tensors):
+def dstack(tensors, *, out=None):
     """Join along the third dim (depth), after making each tensor at least 3-d.
 
     Schema: dstack(Tensor[] tensors) -> Tensor
     """
-    return _dispatch(_OPS["dstack"], (tensors,))
+    if out is None:
+        return _dispatch(_OPS["dstack"], (tensors,))
+    return _call_with_out(_OPS["dstack"], (tensors,), out)
 
 
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
@@ -541,44 +600,54 @@ def embedding_renorm_(self, indices, max_norm, norm_type):
     return _dispatch(_OPS["embedding_renorm_"], (self, indices, max_norm, norm_type))
 
 
-def eq(self, other):
+def eq(self, other, *, out=None):
     """
 
     Schema: eq(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["eq"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["eq"], (self, other))
+    return _call_with_out(_OPS["eq"], (self, other), out)
 
 
-def erf(self):
+def erf(self, *, out=None):
     """The error function, elementwise.
 
     Schema: erf(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["erf"], (self,))
+    if out is None:
+        return _dispatch(_OPS["erf"], (self,))
+    return _call_with_out(_OPS["erf"], (self,), out)
 
 
-def exp(self):
+def exp(self, *, out=None):
     """e ** x, elementwise.
 
     Schema: exp(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["exp"], (self,))
+    if out is None:
+        return _dispatch(_OPS["exp"], (self,))
+    return _call_with_out(_OPS["exp"], (self,), out)
 
 
-def exp2(self):
+def exp2(self, *, out=None):
     """2 ** x, elementwise.
 
     Schema: exp2(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["exp2"], (self,))
+    if out is None:
+        return _dispatch(_OPS["exp2"], (self,))
+    return _call_with_out(_OPS["exp2"], (self,), out)
 
 
-def expm1(self):
+def expm1(self, *, out=None):
     """exp(x) - 1, accurate near 0.
 
     Schema: expm1(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["expm1"], (self,))
+    if out is None:
+        return _dispatch(_OPS["expm1"], (self,))
+    return _call_with_out(_OPS["expm1"], (self,), out)
 
 
 def flatten(self, start_dim=0, end_dim=-1):
@@ -597,76 +666,94 @@ def flip(self, dims):
     return _dispatch(_OPS["flip"], (self, dims))
 
 
-def floor(self):
+def floor(self, *, out=None):
     """Round down, elementwise.
 
     Schema: floor(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["floor"], (self,))
+    if out is None:
+        return _dispatch(_OPS["floor"], (self,))
+    return _call_with_out(_OPS["floor"], (self,), out)
 
 
-def floor_divide(self, other):
+def floor_divide(self, other, *, out=None):
     """Division rounded towards minus infinity (``//``): ``-3 // 2 == -2``.
 
     Schema: floor_divide(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["floor_divide"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["floor_divide"], (self, other))
+    return _call_with_out(_OPS["floor_divide"], (self, other), out)
 
 
-def fmod(self, other):
+def fmod(self, other, *, out=None):
     """C-style remainder: the result has the sign of the dividend.
 
     Schema: fmod(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["fmod"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["fmod"], (self, other))
+    return _call_with_out(_OPS["fmod"], (self, other), out)
 
 
-def frac(self):
+def frac(self, *, out=None):
     """x - trunc(x), elementwise.
 
     Schema: frac(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["frac"], (self,))
+    if out is None:
+        return _dispatch(_OPS["frac"], (self,))
+    return _call_with_out(_OPS["frac"], (self,), out)
 
 
-def gather(self, dim, index):
+def gather(self, dim, index, *, out=None):
     """out[i][j] = self[index[i][j]][j] (for dim 0): pick along ``dim`` by ``index``.
 
     Schema: gather(Tensor self, int dim, Tensor index) -> Tensor
     """
-    return _dispatch(_OPS["gather"], (self, dim, index))
+    if out is None:
+        return _dispatch(_OPS["gather"], (self, dim, index))
+    return _call_with_out(_OPS["gather"], (self, dim, index), out)
 
 
-def ge(self, other):
+def ge(self, other, *, out=None):
     """
 
     Schema: ge(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["ge"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["ge"], (self, other))
+    return _call_with_out(_OPS["ge"], (self, other), out)
 
 
-def gt(self, other):
+def gt(self, other, *, out=None):
     """
 
     Schema: gt(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["gt"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["gt"], (self, other))
+    return _call_with_out(_OPS["gt"], (self, other), out)
 
 
-def hstack(tensors):
+def hstack(tensors, *, out=None):
     """Join along the second dim (the first for 1-d tensors).
 
     Schema: hstack(Tensor[] tensors) -> Tensor
     """
-    return _dispatch(_OPS["hstack"], (tensors,))
+    if out is None:
+        return _dispatch(_OPS["hstack"], (tensors,))
+    return _call_with_out(_OPS["hstack"], (tensors,), out)
 
 
-def index_add(self, dim, index, source, *, alpha=1):
+def index_add(self, dim, index, source, *, alpha=1, out=None):
     """A copy of ``self`` with ``alpha * source`` added to the slices ``index`` picks along ``dim``.
 
     Schema: index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor
     """
-    return _dispatch(_OPS["index_add"], (self, dim, index, source, alpha))
+    if out is None:
+        return _dispatch(_OPS["index_add"], (self, dim, index, source, alpha))
+    return _call_with_out(_OPS["index_add"], (self, dim, index, source, alpha), out)
 
 
 def index_fill(self, dim, index, value):
@@ -677,12 +764,14 @@ def index_fill(self, dim, index, value):
     return _dispatch(_OPS["index_fill"], (self, dim, index, value))
 
 
-def index_select(self, dim, index):
+def index_select(self, dim, index, *, out=None):
     """Rows (or slices along ``dim``) picked by a 1-D index tensor.
 
     Schema: index_select(Tensor self, int dim, Tensor index) -> Tensor
     """
-    return _dispatch(_OPS["index_select"], (self, dim, index))
+    if out is None:
+        return _dispatch(_OPS["index_select"], (self, dim, index))
+    return _call_with_out(_OPS["index_select"], (self, dim, index), out)
 
 
 def inverse(self):
@@ -725,12 +814,14 @@ def isnan(self):
     return _dispatch(_OPS["isnan"], (self,))
 
 
-def kron(self, other):
+def kron(self, other, *, out=None):
     """The Kronecker product: every element of ``self`` times the whole of ``other``, laid out in blocks.
 
     Schema: kron(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["kron"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["kron"], (self, other))
+    return _call_with_out(_OPS["kron"], (self, other), out)
 
 
 def kthvalue(self, k, dim=-1, keepdim=False):
@@ -741,108 +832,134 @@ def kthvalue(self, k, dim=-1, keepdim=False):
     return _dispatch(_OPS["kthvalue"], (self, k, dim, keepdim))
 
 
-def le(self, other):
+def le(self, other, *, out=None):
     """
 
     Schema: le(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["le"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["le"], (self, other))
+    return _call_with_out(_OPS["le"], (self, other), out)
 
 
-def lerp(self, end, weight):
+def lerp(self, end, weight, *, out=None):
     """self + weight * (end - self).
 
     Schema: lerp(Tensor self, Tensor end, Tensor weight) -> Tensor
     """
-    return _dispatch(_OPS["lerp"], (self, end, weight))
+    if out is None:
+        return _dispatch(_OPS["lerp"], (self, end, weight))
+    return _call_with_out(_OPS["lerp"], (self, end, weight), out)
 
 
-def log(self):
+def log(self, *, out=None):
     """Natural logarithm, elementwise.
 
     Schema: log(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["log"], (self,))
+    if out is None:
+        return _dispatch(_OPS["log"], (self,))
+    return _call_with_out(_OPS["log"], (self,), out)
 
 
-def log10(self):
+def log10(self, *, out=None):
     """Base-10 logarithm, elementwise.
 
     Schema: log10(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["log10"], (self,))
+    if out is None:
+        return _dispatch(_OPS["log10"], (self,))
+    return _call_with_out(_OPS["log10"], (self,), out)
 
 
-def log1p(self):
+def log1p(self, *, out=None):
     """log(1 + x), accurate near 0.
 
     Schema: log1p(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["log1p"], (self,))
+    if out is None:
+        return _dispatch(_OPS["log1p"], (self,))
+    return _call_with_out(_OPS["log1p"], (self,), out)
 
 
-def log2(self):
+def log2(self, *, out=None):
     """Base-2 logarithm, elementwise.
 
     Schema: log2(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["log2"], (self,))
+    if out is None:
+        return _dispatch(_OPS["log2"], (self,))
+    return _call_with_out(_OPS["log2"], (self,), out)
 
 
-def log_softmax(self, dim, dtype=None):
+def log_softmax(self, dim, dtype=None, *, out=None):
     """x - logsumexp(x) along ``dim``.
 
     Schema: log_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
     """
-    return _dispatch(_OPS["log_softmax"], (self, dim, dtype))
+    if out is None:
+        return _dispatch(_OPS["log_softmax"], (self, dim, dtype))
+    return _call_with_out(_OPS["log_softmax"], (self, dim, dtype), out)
 
 
-def logical_and(self, other):
+def logical_and(self, other, *, out=None):
     """
 
     Schema: logical_and(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["logical_and"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["logical_and"], (self, other))
+    return _call_with_out(_OPS["logical_and"], (self, other), out)
 
 
-def logical_not(self):
+def logical_not(self, *, out=None):
     """
 
     Schema: logical_not(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["logical_not"], (self,))
+    if out is None:
+        return _dispatch(_OPS["logical_not"], (self,))
+    return _call_with_out(_OPS["logical_not"], (self,), out)
 
 
-def logical_or(self, other):
+def logical_or(self, other, *, out=None):
     """
 
     Schema: logical_or(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["logical_or"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["logical_or"], (self, other))
+    return _call_with_out(_OPS["logical_or"], (self, other), out)
 
 
-def logical_xor(self, other):
+def logical_xor(self, other, *, out=None):
     """
 
     Schema: logical_xor(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["logical_xor"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["logical_xor"], (self, other))
+    return _call_with_out(_OPS["logical_xor"], (self, other), out)
 
 
-def logsumexp(self, dim, keepdim=False):
+def logsumexp(self, dim, keepdim=False, *, out=None):
     """log(sum(exp(x))) over ``dim``, computed stably by subtracting the max first.
 
     Schema: logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor
     """
-    return _dispatch(_OPS["logsumexp"], (self, dim, keepdim))
+    if out is None:
+        return _dispatch(_OPS["logsumexp"], (self, dim, keepdim))
+    return _call_with_out(_OPS["logsumexp"], (self, dim, keepdim), out)
 
 
-def lt(self, other):
+def lt(self, other, *, out=None):
     """
 
     Schema: lt(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["lt"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["lt"], (self, other))
+    return _call_with_out(_OPS["lt"], (self, other), out)
 
 
 def masked_fill(self, mask, value):
@@ -853,20 +970,24 @@ def masked_fill(self, mask, value):
     return _dispatch(_OPS["masked_fill"], (self, mask, value))
 
 
-def masked_select(self, mask):
+def masked_select(self, mask, *, out=None):
     """The elements of ``self`` where ``mask`` is True, as a 1-D tensor (the two are broadcast first).
 
     Schema: masked_select(Tensor self, Tensor mask) -> Tensor
     """
-    return _dispatch(_OPS["masked_select"], (self, mask))
+    if out is None:
+        return _dispatch(_OPS["masked_select"], (self, mask))
+    return _call_with_out(_OPS["masked_select"], (self, mask), out)
 
 
-def matmul(self, other):
+def matmul(self, other, *, out=None):
     """The ``@`` operator: every rank combination PyTorch supports.
 
     Schema: matmul(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["matmul"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["matmul"], (self, other))
+    return _call_with_out(_OPS["matmul"], (self, other), out)
 
 
 def max(self, dim=None, keepdim=False):
@@ -877,20 +998,24 @@ def max(self, dim=None, keepdim=False):
     return _dispatch(_OPS["max"], (self, dim, keepdim))
 
 
-def maximum(self, other):
+def maximum(self, other, *, out=None):
     """Elementwise maximum (NaN propagates).
 
     Schema: maximum(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["maximum"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["maximum"], (self, other))
+    return _call_with_out(_OPS["maximum"], (self, other), out)
 
 
-def mean(self, dim=None, keepdim=False, *, dtype=None):
+def mean(self, dim=None, keepdim=False, *, dtype=None, out=None):
     """Average over ``dim``; only floating point inputs (as in PyTorch).
 
     Schema: mean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
     """
-    return _dispatch(_OPS["mean"], (self, dim, keepdim, dtype))
+    if out is None:
+        return _dispatch(_OPS["mean"], (self, dim, keepdim, dtype))
+    return _call_with_out(_OPS["mean"], (self, dim, keepdim, dtype), out)
 
 
 def median(self, dim=None, keepdim=False):
@@ -909,20 +1034,24 @@ def min(self, dim=None, keepdim=False):
     return _dispatch(_OPS["min"], (self, dim, keepdim))
 
 
-def minimum(self, other):
+def minimum(self, other, *, out=None):
     """Elementwise minimum (NaN propagates).
 
     Schema: minimum(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["minimum"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["minimum"], (self, other))
+    return _call_with_out(_OPS["minimum"], (self, other), out)
 
 
-def mm(self, mat2):
+def mm(self, mat2, *, out=None):
     """Matrix product of two 2-D tensors.
 
     Schema: mm(Tensor self, Tensor mat2) -> Tensor
     """
-    return _dispatch(_OPS["mm"], (self, mat2))
+    if out is None:
+        return _dispatch(_OPS["mm"], (self, mat2))
+    return _call_with_out(_OPS["mm"], (self, mat2), out)
 
 
 def mode(self, dim=-1, keepdim=False):
@@ -949,20 +1078,24 @@ def msort(self):
     return _dispatch(_OPS["msort"], (self,))
 
 
-def mul(self, other):
+def mul(self, other, *, out=None):
     """Elementwise product, broadcasting.
 
     Schema: mul(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["mul"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["mul"], (self, other))
+    return _call_with_out(_OPS["mul"], (self, other), out)
 
 
-def mv(self, vec):
+def mv(self, vec, *, out=None):
     """Matrix-vector product.
 
     Schema: mv(Tensor self, Tensor vec) -> Tensor
     """
-    return _dispatch(_OPS["mv"], (self, vec))
+    if out is None:
+        return _dispatch(_OPS["mv"], (self, vec))
+    return _call_with_out(_OPS["mv"], (self, vec), out)
 
 
 def nanmean(self, dim=None, keepdim=False, *, dtype=None):
@@ -1013,28 +1146,34 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     return _dispatch(_OPS["native_layer_norm"], (input, normalized_shape, weight, bias, eps))
 
 
-def ne(self, other):
+def ne(self, other, *, out=None):
     """
 
     Schema: ne(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["ne"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["ne"], (self, other))
+    return _call_with_out(_OPS["ne"], (self, other), out)
 
 
-def neg(self):
+def neg(self, *, out=None):
     """-x, elementwise.
 
     Schema: neg(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["neg"], (self,))
+    if out is None:
+        return _dispatch(_OPS["neg"], (self,))
+    return _call_with_out(_OPS["neg"], (self,), out)
 
 
-def nonzero(self, *, as_tuple=False):
+def nonzero(self, *, as_tuple=False, out=None):
     """Indices of the non-zero elements, one row each: shape (count, ndim), int64.
 
     Schema: nonzero(Tensor self, *, bool as_tuple=False) -> Tensor
     """
-    return _dispatch(_OPS["nonzero"], (self, as_tuple))
+    if out is None:
+        return _dispatch(_OPS["nonzero"], (self, as_tuple))
+    return _call_with_out(_OPS["nonzero"], (self, as_tuple), out)
 
 
 def norm(self, p='fro', dim=None, keepdim=False, *, dtype=None):
@@ -1045,12 +1184,14 @@ def norm(self, p='fro', dim=None, keepdim=False, *, dtype=None):
     return _dispatch(_OPS["norm"], (self, p, dim, keepdim, dtype))
 
 
-def outer(self, vec2):
+def outer(self, vec2, *, out=None):
     """The outer product of two vectors: ``out[i, j] = self[i] * vec2[j]``.
 
     Schema: outer(Tensor self, Tensor vec2) -> Tensor
     """
-    return _dispatch(_OPS["outer"], (self, vec2))
+    if out is None:
+        return _dispatch(_OPS["outer"], (self, vec2))
+    return _call_with_out(_OPS["outer"], (self, vec2), out)
 
 
 def permute(self, dims):
@@ -1061,28 +1202,34 @@ def permute(self, dims):
     return _dispatch(_OPS["permute"], (self, dims))
 
 
-def pow(self, exponent):
+def pow(self, exponent, *, out=None):
     """self ** exponent, broadcasting.
 
     Schema: pow(Tensor self, Tensor exponent) -> Tensor
     """
-    return _dispatch(_OPS["pow"], (self, exponent))
+    if out is None:
+        return _dispatch(_OPS["pow"], (self, exponent))
+    return _call_with_out(_OPS["pow"], (self, exponent), out)
 
 
-def prod(self, dim=None, keepdim=False, *, dtype=None):
+def prod(self, dim=None, keepdim=False, *, dtype=None, out=None):
     """Product over one dim (or all).
 
     Schema: prod(Tensor self, int? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
     """
-    return _dispatch(_OPS["prod"], (self, dim, keepdim, dtype))
+    if out is None:
+        return _dispatch(_OPS["prod"], (self, dim, keepdim, dtype))
+    return _call_with_out(_OPS["prod"], (self, dim, keepdim, dtype), out)
 
 
-def reciprocal(self):
+def reciprocal(self, *, out=None):
     """1 / x, elementwise.
 
     Schema: reciprocal(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["reciprocal"], (self,))
+    if out is None:
+        return _dispatch(_OPS["reciprocal"], (self,))
+    return _call_with_out(_OPS["reciprocal"], (self,), out)
 
 
 def relu(self):
@@ -1093,12 +1240,14 @@ def relu(self):
     return _dispatch(_OPS["relu"], (self,))
 
 
-def remainder(self, other):
+def remainder(self, other, *, out=None):
     """Python-style modulus (``%``): the result has the sign of the divisor.
 
     Schema: remainder(Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["remainder"], (self, other))
+    if out is None:
+        return _dispatch(_OPS["remainder"], (self, other))
+    return _call_with_out(_OPS["remainder"], (self, other), out)
 
 
 def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
@@ -1125,20 +1274,24 @@ def roll(self, shifts, dims=()):
     return _dispatch(_OPS["roll"], (self, shifts, dims))
 
 
-def round(self):
+def round(self, *, out=None):
     """Round half to even, elementwise.
 
     Schema: round(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["round"], (self,))
+    if out is None:
+        return _dispatch(_OPS["round"], (self,))
+    return _call_with_out(_OPS["round"], (self,), out)
 
 
-def rsqrt(self):
+def rsqrt(self, *, out=None):
     """1 / sqrt(x), elementwise.
 
     Schema: rsqrt(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["rsqrt"], (self,))
+    if out is None:
+        return _dispatch(_OPS["rsqrt"], (self,))
+    return _call_with_out(_OPS["rsqrt"], (self,), out)
 
 
 def rsub(self, other, *, alpha=1):
@@ -1149,28 +1302,34 @@ def rsub(self, other, *, alpha=1):
     return _dispatch(_OPS["rsub"], (self, other, alpha))
 
 
-def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+def scatter(self, dim, index, src=None, *, value=None, reduce=None, out=None):
     """A copy of ``self`` with ``src`` (a tensor, or the number ``value``) written at ``index`` along ``dim``.
 
     Schema: scatter(Tensor self, int dim, Tensor index, Tensor? src=None, *, Scalar? value=None, str? reduce=None) -> Tensor
     """
-    return _dispatch(_OPS["scatter"], (self, dim, index, src, value, reduce))
+    if out is None:
+        return _dispatch(_OPS["scatter"], (self, dim, index, src, value, reduce))
+    return _call_with_out(_OPS["scatter"], (self, dim, index, src, value, reduce), out)
 
 
-def scatter_add(self, dim, index, src):
+def scatter_add(self, dim, index, src, *, out=None):
     """A copy of ``self`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up).
 
     Schema: scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
     """
-    return _dispatch(_OPS["scatter_add"], (self, dim, index, src))
+    if out is None:
+        return _dispatch(_OPS["scatter_add"], (self, dim, index, src))
+    return _call_with_out(_OPS["scatter_add"], (self, dim, index, src), out)
 
 
-def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+def scatter_reduce(self, dim, index, src, reduce, *, include_self=True, out=None):
     """Reduce ``src`` into a copy of ``self`` at ``index`` along ``dim``: sum, prod, mean, amax or amin.
 
     Schema: scatter_reduce(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor
     """
-    return _dispatch(_OPS["scatter_reduce"], (self, dim, index, src, reduce, include_self))
+    if out is None:
+        return _dispatch(_OPS["scatter_reduce"], (self, dim, index, src, reduce, include_self))
+    return _call_with_out(_OPS["scatter_reduce"], (self, dim, index, src, reduce, include_self), out)
 
 
 def searchsorted(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None):
@@ -1189,44 +1348,54 @@ def select(self, dim, index):
     return _dispatch(_OPS["select"], (self, dim, index))
 
 
-def sigmoid(self):
+def sigmoid(self, *, out=None):
     """1 / (1 + exp(-x)), elementwise.
 
     Schema: sigmoid(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["sigmoid"], (self,))
+    if out is None:
+        return _dispatch(_OPS["sigmoid"], (self,))
+    return _call_with_out(_OPS["sigmoid"], (self,), out)
 
 
-def sign(self):
+def sign(self, *, out=None):
     """-1, 0 or 1 by the sign of x.
 
     Schema: sign(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["sign"], (self,))
+    if out is None:
+        return _dispatch(_OPS["sign"], (self,))
+    return _call_with_out(_OPS["sign"], (self,), out)
 
 
-def sin(self):
+def sin(self, *, out=None):
     """Sine, elementwise.
 
     Schema: sin(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["sin"], (self,))
+    if out is None:
+        return _dispatch(_OPS["sin"], (self,))
+    return _call_with_out(_OPS["sin"], (self,), out)
 
 
-def sinh(self):
+def sinh(self, *, out=None):
     """Hyperbolic sine, elementwise.
 
     Schema: sinh(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["sinh"], (self,))
+    if out is None:
+        return _dispatch(_OPS["sinh"], (self,))
+    return _call_with_out(_OPS["sinh"], (self,), out)
 
 
-def softmax(self, dim, dtype=None):
+def softmax(self, dim, dtype=None, *, out=None):
     """exp(x) / sum(exp(x)) along ``dim``, computed stably (the max is subtracted first).
 
     Schema: softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor
     """
-    return _dispatch(_OPS["softmax"], (self, dim, dtype))
+    if out is None:
+        return _dispatch(_OPS["softmax"], (self, dim, dtype))
+    return _call_with_out(_OPS["softmax"], (self, dim, dtype), out)
 
 
 def sort(self, dim=-1, descending=False, *, stable=None):
@@ -1245,20 +1414,24 @@ def split(self, split_size, dim=0):
     return _dispatch(_OPS["split"], (self, split_size, dim))
 
 
-def sqrt(self):
+def sqrt(self, *, out=None):
     """Square root, elementwise.
 
     Schema: sqrt(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["sqrt"], (self,))
+    if out is None:
+        return _dispatch(_OPS["sqrt"], (self,))
+    return _call_with_out(_OPS["sqrt"], (self,), out)
 
 
-def square(self):
+def square(self, *, out=None):
     """x * x, elementwise (``pow(x, 2)``: bools give int64).
 
     Schema: square(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["square"], (self,))
+    if out is None:
+        return _dispatch(_OPS["square"], (self,))
+    return _call_with_out(_OPS["square"], (self,), out)
 
 
 def squeeze(self, dim=None):
@@ -1269,28 +1442,34 @@ def squeeze(self, dim=None):
     return _dispatch(_OPS["squeeze"], (self, dim))
 
 
-def stack(tensors, dim=0):
+def stack(tensors, dim=0, *, out=None):
     """Join equal-shaped tensors along a new dim.
 
     Schema: stack(Tensor[] tensors, int dim=0) -> Tensor
     """
-    return _dispatch(_OPS["stack"], (tensors, dim))
+    if out is None:
+        return _dispatch(_OPS["stack"], (tensors, dim))
+    return _call_with_out(_OPS["stack"], (tensors, dim), out)
 
 
-def sub(self, other, *, alpha=1):
+def sub(self, other, *, alpha=1, out=None):
     """self - alpha * other, broadcasting.
 
     Schema: sub(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
     """
-    return _dispatch(_OPS["sub"], (self, other, alpha))
+    if out is None:
+        return _dispatch(_OPS["sub"], (self, other, alpha))
+    return _call_with_out(_OPS["sub"], (self, other, alpha), out)
 
 
-def sum(self, dim=None, keepdim=False, *, dtype=None):
+def sum(self, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum over ``dim`` (all dims by default); integers and bools sum to int64.
 
     Schema: sum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
     """
-    return _dispatch(_OPS["sum"], (self, dim, keepdim, dtype))
+    if out is None:
+        return _dispatch(_OPS["sum"], (self, dim, keepdim, dtype))
+    return _call_with_out(_OPS["sum"], (self, dim, keepdim, dtype), out)
 
 
 def t(self):
@@ -1301,28 +1480,34 @@ def t(self):
     return _dispatch(_OPS["t"], (self,))
 
 
-def take_along_dim(self, indices, dim=None):
+def take_along_dim(self, indices, dim=None, *, out=None):
     """Pick values of ``self`` at ``indices`` along ``dim`` (``gather`` after broadcasting the other dims);
 
     Schema: take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor
     """
-    return _dispatch(_OPS["take_along_dim"], (self, indices, dim))
+    if out is None:
+        return _dispatch(_OPS["take_along_dim"], (self, indices, dim))
+    return _call_with_out(_OPS["take_along_dim"], (self, indices, dim), out)
 
 
-def tan(self):
+def tan(self, *, out=None):
     """Tangent, elementwise.
 
     Schema: tan(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["tan"], (self,))
+    if out is None:
+        return _dispatch(_OPS["tan"], (self,))
+    return _call_with_out(_OPS["tan"], (self,), out)
 
 
-def tanh(self):
+def tanh(self, *, out=None):
     """Hyperbolic tangent, elementwise.
 
     Schema: tanh(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["tanh"], (self,))
+    if out is None:
+        return _dispatch(_OPS["tanh"], (self,))
+    return _call_with_out(_OPS["tanh"], (self,), out)
 
 
 def tile(self, dims):
@@ -1349,28 +1534,34 @@ def transpose(self, dim0, dim1):
     return _dispatch(_OPS["transpose"], (self, dim0, dim1))
 
 
-def tril(self, diagonal=0):
+def tril(self, diagonal=0, *, out=None):
     """Lower triangle (the rest zero) of the last two dims.
 
     Schema: tril(Tensor self, int diagonal=0) -> Tensor
     """
-    return _dispatch(_OPS["tril"], (self, diagonal))
+    if out is None:
+        return _dispatch(_OPS["tril"], (self, diagonal))
+    return _call_with_out(_OPS["tril"], (self, diagonal), out)
 
 
-def triu(self, diagonal=0):
+def triu(self, diagonal=0, *, out=None):
     """Upper triangle (the rest zero) of the last two dims.
 
     Schema: triu(Tensor self, int diagonal=0) -> Tensor
     """
-    return _dispatch(_OPS["triu"], (self, diagonal))
+    if out is None:
+        return _dispatch(_OPS["triu"], (self, diagonal))
+    return _call_with_out(_OPS["triu"], (self, diagonal), out)
 
 
-def trunc(self):
+def trunc(self, *, out=None):
     """Round towards zero, elementwise.
 
     Schema: trunc(Tensor self) -> Tensor
     """
-    return _dispatch(_OPS["trunc"], (self,))
+    if out is None:
+        return _dispatch(_OPS["trunc"], (self,))
+    return _call_with_out(_OPS["trunc"], (self,), out)
 
 
 def unbind(self, dim=0):
@@ -1405,17 +1596,21 @@ def unsqueeze(self, dim):
     return _dispatch(_OPS["unsqueeze"], (self, dim))
 
 
-def vstack(tensors):
+def vstack(tensors, *, out=None):
     """Join along the first dim, 1-d tensors as rows.
 
     Schema: vstack(Tensor[] tensors) -> Tensor
     """
-    return _dispatch(_OPS["vstack"], (tensors,))
+    if out is None:
+        return _dispatch(_OPS["vstack"], (tensors,))
+    return _call_with_out(_OPS["vstack"], (tensors,), out)
 
 
-def where(condition, self, other):
+def where(condition, self, other, *, out=None):
     """Pick ``self`` where ``condition`` is True, else ``other`` (all broadcast).
 
     Schema: where(Tensor condition, Tensor self, Tensor other) -> Tensor
     """
-    return _dispatch(_OPS["where"], (condition, self, other))
+    if out is None:
+        return _dispatch(_OPS["where"], (condition, self, other))
+    return _call_with_out(_OPS["where"], (condition, self, other), out)

@@ -14,6 +14,8 @@ Here an ``OpDef`` holds:
 * ``kind``: what the op does, one of ``KINDS`` (``"pointwise"``, ``"view"``, ``"nn"``, ...).
 * ``manual_binding``: the Python function and method are hand-written
   (``python_methods.py``) instead of generated, like PyTorch's ``manual_cpp_binding``.
+* ``has_out``: the function takes ``out=`` (the op is in ``OUT_OVERLOADS``: PyTorch declares
+  an ``.out`` overload beside it and its Python binding accepts ``out=``).
 
 ``python -m course_lib._ops.bindings`` reads the registry and writes ``course_lib.add``,
 ``Tensor.add``, ``Tensor.add_`` and friends from the schemas into
@@ -24,7 +26,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-__all__ = ["OpDef", "OPS", "KINDS", "register", "get", "default_source"]
+__all__ = ["OpDef", "OPS", "KINDS", "OUT_OVERLOADS", "register", "get", "default_source"]
 
 # What an op does, as its kernel file groups it. Two kinds change how ops are handled: a "composite" op
 # decomposes into other ops and has no kernel of its own (modes and tracers see its parts), and the min-cut
@@ -33,6 +35,24 @@ __all__ = ["OpDef", "OPS", "KINDS", "register", "get", "default_source"]
 # "random" ops draw from a Generator (rand, normal, uniform_): modes see both, and neither may be recomputed.
 KINDS = ("pointwise", "reduction", "view", "composite", "linalg", "nn", "indexing", "copy", "fill", "join",
          "transformation", "factory", "random")
+
+# The ops whose function takes ``out=``: those with an ``.out`` overload in native_functions.yaml
+# (``add.out``, ``mm.out``, ...) that ``torch.<name>(..., out=)`` accepts.  ``out_arg.call_with_out``
+# holds what each checks before writing.
+OUT_OVERLOADS = frozenset({
+    # pointwise
+    "abs", "acos", "add", "asin", "atan", "atan2", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
+    "ceil", "clamp", "cos", "cosh", "div", "eq", "erf", "exp", "exp2", "expm1", "floor", "floor_divide", "fmod",
+    "frac", "ge", "gt", "le", "lerp", "log", "log10", "log1p", "log2", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "lt", "maximum", "minimum", "mul", "ne", "neg", "pow", "reciprocal", "remainder", "round",
+    "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "sub", "tan", "tanh", "trunc", "where",
+    # reductions
+    "all", "amax", "amin", "any", "argmax", "argmin", "cumsum", "logsumexp", "mean", "prod", "sum",
+    # linear algebra, joins, indexing, the rest
+    "addmm", "bmm", "dot", "matmul", "mm", "mv", "cat", "stack", "hstack", "vstack", "dstack", "column_stack",
+    "outer", "kron", "gather", "index_select", "scatter", "scatter_add", "scatter_reduce", "index_add",
+    "masked_select", "take_along_dim", "nonzero", "tril", "triu", "diagonal_copy", "softmax", "log_softmax",
+})
 
 # Schema defaults that are not Python literals.
 _DEFAULTS = {"True": "True", "False": "False", "None": "None", "[]": "()",
@@ -110,7 +130,7 @@ class OpDef:
 
     __slots__ = ("name", "schema", "args", "returns", "cpu", "meta", "autograd", "variants",
                  "inplace", "tensor_pos", "tensor_list_pos", "kind", "doc", "is_view",
-                 "is_inplace", "overload", "functional", "autograd_spec", "composite", "manual_binding")
+                 "is_inplace", "overload", "functional", "autograd_spec", "composite", "manual_binding", "has_out")
 
     def __init__(self, schema: str, cpu: Callable, meta: Callable | None, *,
                  variants=("function", "method"), inplace: str | None = None,
@@ -134,6 +154,7 @@ class OpDef:
         self.is_inplace = is_inplace
         self.functional = None  # for an in-place op: its out-of-place twin
         self.manual_binding = manual_binding  # its Python binding is in python_methods.py, not generated
+        self.has_out = False  # its function takes out= (set by register() from OUT_OVERLOADS)
 
     def __repr__(self) -> str:
         return f"<op {self.schema}>"
@@ -165,6 +186,7 @@ def register(schema: str, *, meta: Callable | None = None, variants=("function",
                    manual_binding=manual_binding)
         if op.name in OPS:
             raise ValueError(f"op {op.name} registered twice")
+        op.has_out = op.name in OUT_OVERLOADS
         OPS[op.name] = op
         return op
     return deco
