@@ -174,6 +174,8 @@ GRAD_CASES = [
     ("Q", None, "M.linalg.matrix_norm(x)"), ("Q", None, "M.linalg.matrix_norm(x, 1)"),
     ("Q", None, "M.linalg.matrix_norm(x, -inf)"), ("Q", None, "M.linalg.matrix_norm(x, 'nuc')"),
     ("Q", None, "M.linalg.matrix_norm(x, 2)"), ("Q", None, "M.linalg.svdvals(x)"),
+    ("P", None, "(lambda r: r.eigenvalues * 2 + r.eigenvectors[0] ** 2)(M.linalg.eigh(x))"),
+    ("M.stack([P, P * P])", None, "(lambda r: r[0] + r[1][..., 1] ** 2)(M.linalg.eigh(x, 'U'))"),
     ("P", None, "M.linalg.inv(x)"), ("P", None, "M.linalg.det(x)"), ("P", None, "x.det()"),
     ("P", "Q", "M.linalg.solve(x, y)"), ("P", "Q[:, 0]", "M.linalg.solve(x, y)"),
     ("P", "Q.T", "M.linalg.solve(x, y, left=False)"), ("M.stack([P, 2 * P])", "Q", "M.linalg.solve(x, y)"),

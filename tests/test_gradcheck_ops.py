@@ -647,6 +647,9 @@ SPECS["linalg_solve"] = (lambda rng: [
     ("vector", op("linalg_solve"), (_well(rng, 3, 3), rand(rng, 3))),
     ("right", lambda a, b: op("linalg_solve")(a, b, False), (_well(rng, 3, 3), rand(rng, 2, 3))),
     ("broadcast", op("linalg_solve"), (_well(rng, 2, 3, 3), rand(rng, 3, 2)))], True, "linalg_solve")
+SPECS["linalg_eigh"] = (lambda rng: [
+    ("sym", lambda x: op("linalg_eigh")(x + x.mT), (rand(rng, 3, 3),)),
+    ("upper-batch", lambda x: op("linalg_eigh")(x + x.mT, "U")[1], (rand(rng, 2, 3, 3),))], True, "linalg_eigh")
 # U and Vh are not recorded in svdvals' backward: first derivative only
 SPECS["linalg_svdvals"] = (lambda rng: [("3x4", op("linalg_svdvals"), (rand(rng, 3, 4),))], False, "linalg_svdvals")
 

@@ -1209,3 +1209,17 @@ def _linalg_svdvals(ctx, g):
     from .._ops.dispatcher import dispatch as _d
     u, _, vh = _d(OPS["linalg_svd"], (ctx.A.detach(), False))
     return (u * g.unsqueeze(-2)) @ vh
+
+
+@derivative("linalg_eigh", "LinalgEighBackward0", save={"result": ALL, "result1": ALL})
+def _linalg_eigh(ctx, g_values, g_vectors):
+    # A = V diag(L) V^T: gA = V (diag(gL) + skew(V^T gV) / (L_j - L_i)) V^T, as PyTorch's linalg_eig_backward
+    # for Hermitian input (the skew part: only it survives the constraint V^T V = I); equal eigenvalues
+    # give inf, as in PyTorch
+    import course_lib as _cl
+    L, V = ctx.result, ctx.result1
+    eye = _cl.eye(L._shape[-1], dtype=L.dtype)
+    vg = V.mT @ g_vectors
+    skew = (vg - vg.mT) * 0.5
+    gaps = L.unsqueeze(-2) - L.unsqueeze(-1) + eye      # L_j - L_i, 1 on the diagonal (where skew is 0)
+    return V @ (skew / gaps + g_values.unsqueeze(-1) * eye) @ V.mT

@@ -3,7 +3,7 @@
 Each function calls its op through the dispatcher (kernels in ``course_lib/_ops/batch_linalg.py``),
 so autograd, modes and the meta device see them like any other op.  Derivatives exist for
 ``vector_norm``, ``matrix_norm`` and ``norm`` (all orders), ``inv``, ``det`` (invertible matrices),
-``solve`` and ``svdvals`` (first order); ``svd``, ``qr`` and ``eigh`` have none: their outputs do not
+``solve``, ``eigh`` and ``svdvals`` (first order); ``svd`` and ``qr`` have none: their outputs do not
 require grad (PyTorch differentiates them).
 """
 from __future__ import annotations
