@@ -176,6 +176,8 @@ GRAD_CASES = [
     ("Q", None, "M.linalg.matrix_norm(x, 2)"), ("Q", None, "M.linalg.svdvals(x)"),
     ("P", None, "(lambda r: r.eigenvalues * 2 + r.eigenvectors[0] ** 2)(M.linalg.eigh(x))"),
     ("M.stack([P, P * P])", None, "(lambda r: r[0] + r[1][..., 1] ** 2)(M.linalg.eigh(x, 'U'))"),
+    ("Q", None, "M.linalg.svd(x, full_matrices=False).U ** 2"), ("Q.T", None, "M.linalg.svd(x).Vh ** 2"),
+    ("Q", None, "M.linalg.svd(x)[2][:3] ** 2 + M.linalg.svd(x).S.unsqueeze(-1)"),
     ("P", None, "M.linalg.inv(x)"), ("P", None, "M.linalg.det(x)"), ("P", None, "x.det()"),
     ("P", "Q", "M.linalg.solve(x, y)"), ("P", "Q[:, 0]", "M.linalg.solve(x, y)"),
     ("P", "Q.T", "M.linalg.solve(x, y, left=False)"), ("M.stack([P, 2 * P])", "Q", "M.linalg.solve(x, y)"),

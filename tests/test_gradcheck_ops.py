@@ -650,8 +650,11 @@ SPECS["linalg_solve"] = (lambda rng: [
 SPECS["linalg_eigh"] = (lambda rng: [
     ("sym", lambda x: op("linalg_eigh")(x + x.mT), (rand(rng, 3, 3),)),
     ("upper-batch", lambda x: op("linalg_eigh")(x + x.mT, "U")[1], (rand(rng, 2, 3, 3),))], True, "linalg_eigh")
-# U and Vh are not recorded in svdvals' backward: first derivative only
-SPECS["linalg_svdvals"] = (lambda rng: [("3x4", op("linalg_svdvals"), (rand(rng, 3, 4),))], False, "linalg_svdvals")
+SPECS["linalg_svd"] = (lambda rng: [
+    ("wide-values", lambda x: op("linalg_svd")(x, False)[1], (rand(rng, 3, 4),)),
+    ("tall", lambda x: (lambda r: (r[0] ** 2, r[1], r[2] ** 2))(op("linalg_svd")(x, False)), (rand(rng, 4, 3),)),
+    ("full-batch", lambda x: (lambda r: (r[0][..., :2] ** 2, r[2][..., :2, :] ** 2))(op("linalg_svd")(x, True)),
+     (rand(rng, 2, 2, 3),))], True, "linalg_svd")
 
 
 # ---------------------------------------------------------------------------

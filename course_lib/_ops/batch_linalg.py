@@ -320,16 +320,11 @@ def linalg_svd(A, full_matrices=True):
     return svd_ret(wrap(u, A.dtype), wrap(s, A.dtype), wrap(vh, A.dtype))
 
 
-def _svdvals_meta(A):
-    _matrix_input(A, "linalg.svd")
-    return empty_meta(A._shape[:-2] + (min(A._shape[-2:]),), A.dtype)
-
-
-@register("linalg_svdvals(Tensor A) -> Tensor", meta=_svdvals_meta, variants=(), kind="linalg")
+@register("linalg_svdvals(Tensor A) -> Tensor", variants=(), kind="composite")
 def linalg_svdvals(A):
-    """The singular values of each matrix of the batch, in descending order."""
-    _matrix_input(A, "linalg.svd")
-    return wrap(np.linalg.svd(A._np(), compute_uv=False), A.dtype)
+    """The singular values of each matrix of the batch, in descending order (``linalg_svd``'s S, as in
+    PyTorch, where svdvals records a ``LinalgSvdBackward0`` too)."""
+    return _dispatch("linalg_svd", A, False)[1]
 
 
 _QR_MODES = ("reduced", "complete", "r")

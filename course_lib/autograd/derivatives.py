@@ -1202,15 +1202,6 @@ def _linalg_solve(ctx, g):
     return ga, gb
 
 
-@derivative("linalg_svdvals", "LinalgSvdBackward0", save={"A": ALL})
-def _linalg_svdvals(ctx, g):
-    # d s_i = u_i^T dA v_i: gradient U diag(g) Vh (distinct singular values; U, Vh are not recorded, so
-    # the second derivative is not available)
-    from .._ops.dispatcher import dispatch as _d
-    u, _, vh = _d(OPS["linalg_svd"], (ctx.A.detach(), False))
-    return (u * g.unsqueeze(-2)) @ vh
-
-
 @derivative("linalg_eigh", "LinalgEighBackward0", save={"result": ALL, "result1": ALL})
 def _linalg_eigh(ctx, g_values, g_vectors):
     # A = V diag(L) V^T: gA = V (diag(gL) + skew(V^T gV) / (L_j - L_i)) V^T, as PyTorch's linalg_eig_backward
@@ -1223,3 +1214,32 @@ def _linalg_eigh(ctx, g_values, g_vectors):
     skew = (vg - vg.mT) * 0.5
     gaps = L.unsqueeze(-2) - L.unsqueeze(-1) + eye      # L_j - L_i, 1 on the diagonal (where skew is 0)
     return V @ (skew / gaps + g_values.unsqueeze(-1) * eye) @ V.mT
+
+
+@derivative("linalg_svd", "LinalgSvdBackward0", save={"full_matrices": ALL, "result": ALL, "result1": ALL,
+                                                      "result2": ALL})
+def _linalg_svd(ctx, gU, gS, gVh):
+    # PyTorch's svd_backward for real input: with E_ij = S_j^2 - S_i^2 and skew(X) = X - X^T,
+    #   gA = U [(skew(U^T gU) S + S skew(V^T gV)) / E + diag(gS)] Vh
+    #        + (I - U U^T) gU S^-1 Vh + U S^-1 gVh (I - V V^T)
+    # With full_matrices only the first min(m, n) singular vectors enter (the others are not unique).
+    import course_lib as _cl
+    U, S, Vh = ctx.result, ctx.result1, ctx.result2
+    m, n = U._shape[-2], Vh._shape[-1]
+    k = S._shape[-1]
+    if ctx.full_matrices and m != n:
+        U, gU = U.narrow(-1, 0, k), gU.narrow(-1, 0, k)
+        Vh, gVh = Vh.narrow(-2, 0, k), gVh.narrow(-2, 0, k)
+    eye = _cl.eye(k, dtype=S.dtype)
+    uu = U.mT @ gU
+    vv = Vh @ gVh.mT                                  # V^T gV, with V = Vh^T and gV = gVh^T
+    s2 = S * S
+    gaps = s2.unsqueeze(-2) - s2.unsqueeze(-1) + eye
+    core = ((uu - uu.mT) * S.unsqueeze(-2) + S.unsqueeze(-1) * (vv - vv.mT)) / gaps + gS.unsqueeze(-1) * eye
+    if m > n:
+        gu_sinv = gU / S.unsqueeze(-2)
+        return (U @ core + gu_sinv - U @ (U.mT @ gu_sinv)) @ Vh
+    if m < n:
+        sinv_gvh = gVh / S.unsqueeze(-1)
+        return U @ (core @ Vh + sinv_gvh - (sinv_gvh @ Vh.mT) @ Vh)
+    return U @ core @ Vh

@@ -3,8 +3,8 @@
 Each function calls its op through the dispatcher (kernels in ``course_lib/_ops/batch_linalg.py``),
 so autograd, modes and the meta device see them like any other op.  Derivatives exist for
 ``vector_norm``, ``matrix_norm`` and ``norm`` (all orders), ``inv``, ``det`` (invertible matrices),
-``solve``, ``eigh`` and ``svdvals`` (first order); ``svd`` and ``qr`` have none: their outputs do not
-require grad (PyTorch differentiates them).
+``solve``, ``eigh``, ``svd`` and ``svdvals``; ``qr`` has none: its outputs do not require grad (PyTorch
+differentiates it).
 """
 from __future__ import annotations
 
