@@ -469,3 +469,74 @@ def test_autograd_functional_create_graph(torch):
         (jv.sum() + h.sum() + hv.sum()).backward()
         res.append(x.grad)
     close(res[1], res[0], rtol=1e-12, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# a tutorial-style program, run with `torch` bound to each library, prints the same
+# ---------------------------------------------------------------------------
+def _tutorial_program(torch) -> str:
+    import io
+    from contextlib import redirect_stdout
+
+    nn, F = torch.nn, torch.nn.functional  # noqa: N806  (``torch`` is either library)
+    DataLoader, TensorDataset = torch.utils.data.DataLoader, torch.utils.data.TensorDataset  # noqa: N806
+
+    def det_init(model):  # deterministic weights (the two libraries' random streams differ)
+        with torch.no_grad():
+            for i, p in enumerate(model.parameters()):
+                p.copy_(torch.linspace(-0.5, 0.5, p.numel()).reshape(p.shape) * (-1) ** i)
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.LSTM(3, 5, batch_first=True, bidirectional=True)
+            self.attn = nn.TransformerEncoderLayer(10, 2, dim_feedforward=12, dropout=0.0, batch_first=True)
+            self.head = nn.Sequential(nn.Linear(10, 4), nn.PReLU(), nn.Dropout(0.0), nn.Linear(4, 2))
+
+        def forward(self, x):
+            h, _ = self.rnn(x)
+            return self.head(self.attn(h))
+
+    out = io.StringIO()
+    torch.set_default_dtype(torch.float64)  # float32 rounding, amplified by training, would differ in print
+    with redirect_stdout(out):
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        print(f"Using {device} device; eps {torch.finfo(torch.float32).eps}; int8 max {torch.iinfo(torch.int8).max}")
+        X = torch.sin(torch.arange(48.0)).reshape(4, 4, 3)
+        y = (X.sum(-1) > 0).long()
+        loader = DataLoader(TensorDataset(X, y), batch_size=2)
+        model = Tagger().to(device)
+        det_init(model)
+        opt = torch.optim.RMSprop(model.parameters(), lr=0.01, momentum=0.5)
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps=6)
+        for epoch in range(3):
+            for xb, yb in loader:
+                logits = model(xb)
+                loss = F.cross_entropy(logits.reshape(-1, 2), yb.reshape(-1))
+                opt.zero_grad()
+                loss.backward()
+                norm = nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+                sched.step()
+            print(f"epoch {epoch}: loss {loss.item():.5f} grad norm {norm.item():.5f} lr {sched.get_last_lr()[0]:.5f}")
+        with torch.no_grad():
+            pred = model(X).argmax(-1)
+        print("accuracy", (pred == y).float().mean().item(), torch.equal(pred, pred.clone()), torch.is_tensor(pred))
+        vec = nn.utils.parameters_to_vector(model.parameters())
+        print("parameters", torch.numel(vec), f"{vec.abs().sum().item():.4f}")
+        jac = torch.autograd.functional.jacobian(lambda t: t.tanh() * t, torch.tensor([0.5, -1.0]))
+        print(jac)
+        up = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)(torch.arange(4.0).reshape(1, 1, 2, 2))
+        print(up[0, 0, 0], torch.allclose(up.mean(), torch.tensor(1.5)))
+        seqs = nn.utils.rnn.pad_sequence([torch.ones(2), torch.ones(3) * 2], batch_first=True)
+        print(seqs, F.kl_div(F.log_softmax(X[0], -1), F.softmax(X[1], -1), reduction="batchmean"))
+    torch.set_default_dtype(torch.float32)
+    return out.getvalue()
+
+
+def test_tutorial_style_program_prints_the_same(torch):
+    try:
+        assert _tutorial_program(cl) == _tutorial_program(torch)
+    finally:
+        cl.set_default_dtype(cl.float32)
+        torch.set_default_dtype(torch.float32)
