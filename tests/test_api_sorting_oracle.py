@@ -178,6 +178,8 @@ GRAD_CASES = [
     ("M.stack([P, P * P])", None, "(lambda r: r[0] + r[1][..., 1] ** 2)(M.linalg.eigh(x, 'U'))"),
     ("Q", None, "M.linalg.svd(x, full_matrices=False).U ** 2"), ("Q.T", None, "M.linalg.svd(x).Vh ** 2"),
     ("Q", None, "M.linalg.svd(x)[2][:3] ** 2 + M.linalg.svd(x).S.unsqueeze(-1)"),
+    ("Q.T", None, "(lambda r: r.Q * 2 + r.R.sum())(M.linalg.qr(x))"), ("Q", None, "M.linalg.qr(x)[1]"),
+    ("Q", None, "M.linalg.qr(x, mode='complete')[0]"),
     ("P", None, "M.linalg.inv(x)"), ("P", None, "M.linalg.det(x)"), ("P", None, "x.det()"),
     ("P", "Q", "M.linalg.solve(x, y)"), ("P", "Q[:, 0]", "M.linalg.solve(x, y)"),
     ("P", "Q.T", "M.linalg.solve(x, y, left=False)"), ("M.stack([P, 2 * P])", "Q", "M.linalg.solve(x, y)"),
@@ -229,3 +231,16 @@ def test_meta_shapes_of_data_independent_ops():
     assert cl.linalg.qr(m, mode="complete").R.shape == (3, 5)
     with pytest.raises(NotImplementedError):
         cl.unique(m)
+
+
+@pytest.mark.parametrize("shape, mode", [((4, 3), "complete"), ((4, 3), "r")])
+def test_qr_backward_refuses_like_torch(torch, shape, mode):
+    def run(M):
+        x = M.ones(shape, dtype=M.float64).cumsum(0).cumsum(1).requires_grad_()
+        try:
+            M.linalg.qr(x, mode)[1].sum().backward()
+        except RuntimeError as e:
+            return str(e)
+        return None
+    t = run(torch)
+    assert t is not None and run(cl) == t

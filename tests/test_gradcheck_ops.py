@@ -650,6 +650,9 @@ SPECS["linalg_solve"] = (lambda rng: [
 SPECS["linalg_eigh"] = (lambda rng: [
     ("sym", lambda x: op("linalg_eigh")(x + x.mT), (rand(rng, 3, 3),)),
     ("upper-batch", lambda x: op("linalg_eigh")(x + x.mT, "U")[1], (rand(rng, 2, 3, 3),))], True, "linalg_eigh")
+SPECS["linalg_qr"] = (lambda rng: [("tall", op("linalg_qr"), (rand(rng, 4, 3),)),
+                                   ("wide-complete", lambda x: op("linalg_qr")(x, "complete"), (rand(rng, 2, 4),)),
+                                   ("batch", op("linalg_qr"), (rand(rng, 2, 3, 2),))], True, "linalg_qr")
 SPECS["linalg_svd"] = (lambda rng: [
     ("wide-values", lambda x: op("linalg_svd")(x, False)[1], (rand(rng, 3, 4),)),
     ("tall", lambda x: (lambda r: (r[0] ** 2, r[1], r[2] ** 2))(op("linalg_svd")(x, False)), (rand(rng, 4, 3),)),

@@ -1243,3 +1243,32 @@ def _linalg_svd(ctx, gU, gS, gVh):
         sinv_gvh = gVh / S.unsqueeze(-1)
         return U @ (core @ Vh + sinv_gvh - (sinv_gvh @ Vh.mT) @ Vh)
     return U @ core @ Vh
+
+
+def _qr_square_part(Q, R, gQ, gR):
+    """A = QR with R square (m >= n): gA = (gQ + Q N) R^-T, N the symmetric matrix with the upper
+    triangle of M = gR R^T - Q^T gQ (the constraint Q^T Q = I keeps only that part)."""
+    from .._ops.dispatcher import dispatch as _d
+    M = gR @ R.mT - Q.mT @ gQ
+    N = M.triu() + M.mT.tril(-1)
+    return _d(OPS["linalg_solve"], (R.mT, gQ + Q @ N, False))
+
+
+@derivative("linalg_qr", "LinalgQrBackward0", save={"mode": ALL, "result": ALL, "result1": ALL})
+def _linalg_qr(ctx, gQ, gR):
+    Q, R = ctx.result, ctx.result1
+    if ctx.mode == "r":
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "
+                           "Please use linalg.qr(A, mode='reduced') if you are going to differentiate through "
+                           "linalg.qr.")
+    m, n = Q._shape[-2], R._shape[-1]
+    if ctx.mode == "complete" and m > n:
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+    if m >= n:
+        return _qr_square_part(Q, R, gQ, gR)
+    # m < n: A = Q [R1 | R2]; the columns beyond m are Y = Q R2, which also moves Q
+    import course_lib as _cl
+    Y, R1 = Q @ R.narrow(-1, m, n - m), R.narrow(-1, 0, m)
+    gR1, gR2 = gR.narrow(-1, 0, m), gR.narrow(-1, m, n - m)
+    gX = _qr_square_part(Q, R1, gQ + Y @ gR2.mT, gR1)
+    return _cl.cat([gX, Q @ gR2], -1)

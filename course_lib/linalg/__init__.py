@@ -3,8 +3,7 @@
 Each function calls its op through the dispatcher (kernels in ``course_lib/_ops/batch_linalg.py``),
 so autograd, modes and the meta device see them like any other op.  Derivatives exist for
 ``vector_norm``, ``matrix_norm`` and ``norm`` (all orders), ``inv``, ``det`` (invertible matrices),
-``solve``, ``eigh``, ``svd`` and ``svdvals``; ``qr`` has none: its outputs do not require grad (PyTorch
-differentiates it).
+``solve``, ``eigh``, ``svd``, ``svdvals`` and ``qr`` (PyTorch's formulas and refusals).
 """
 from __future__ import annotations
 
