@@ -540,3 +540,24 @@ def test_tutorial_style_program_prints_the_same(torch):
     finally:
         cl.set_default_dtype(cl.float32)
         torch.set_default_dtype(torch.float32)
+
+
+def test_new_modules_repr_and_constructor_checks(torch):
+    import warnings
+    makers = [lambda m: m.nn.Dropout2d(0.2), lambda m: m.nn.HuberLoss(delta=0.5), lambda m: m.nn.KLDivLoss("batchmean"),
+              lambda m: m.nn.MaxPool1d(3, 2), lambda m: m.nn.AvgPool1d(3), lambda m: m.nn.PReLU(4),
+              lambda m: m.nn.Upsample(scale_factor=2, mode="bilinear"), lambda m: m.nn.Upsample(size=(3, 4)),
+              lambda m: m.nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2, dilation=2),
+              lambda m: m.nn.RNN(3, 4, num_layers=2, nonlinearity="relu", bidirectional=True, batch_first=True),
+              lambda m: m.nn.LSTM(3, 4, bias=False, dropout=0.5), lambda m: m.nn.GRU(3, 4),
+              lambda m: m.nn.MultiheadAttention(8, 2), lambda m: m.nn.TransformerEncoderLayer(8, 2, 16),
+              lambda m: m.nn.RNN(3, 0), lambda m: m.nn.GRU(3, 4, bias=1), lambda m: m.nn.LSTM(3.0, 4),
+              lambda m: m.nn.RNN(3, 4, dropout=1.5)]
+    for i, make in enumerate(makers):
+        res = []
+        for m in (cl, torch):
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                got = outcome(lambda: repr(make(m)))
+            res.append((got, [str(x.message) for x in w]))
+        assert res[0] == res[1], i

@@ -8,7 +8,7 @@ from ... import _dtype
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
 __all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "ReLU6", "ELU",
@@ -231,7 +231,7 @@ class MultiheadAttention(Module):
             self.in_proj_bias = Parameter(C.empty(3 * embed_dim, **kw))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, **kw)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **kw)
         if add_bias_kv:
             self.bias_k = Parameter(C.empty((1, 1, embed_dim), **kw))
             self.bias_v = Parameter(C.empty((1, 1, embed_dim), **kw))

@@ -9,7 +9,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Identity", "Linear", "Bilinear"]
+__all__ = ["Identity", "Linear", "Bilinear"]  # and NonDynamicallyQuantizableLinear, as in PyTorch
 
 
 class Identity(Module):
@@ -52,6 +52,10 @@ class Linear(Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A ``Linear`` under another name: ``MultiheadAttention.out_proj`` (PyTorch keeps it out of quantization)."""
 
 
 class Bilinear(Module):

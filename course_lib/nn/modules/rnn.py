@@ -12,6 +12,7 @@ so a PyTorch state_dict loads and gives the same outputs:
 from __future__ import annotations
 
 import math
+import warnings
 
 from ... import _creation as C
 from .. import functional as F
@@ -34,10 +35,18 @@ class RNNBase(Module):
         if not isinstance(dropout, (int, float)) or not 0 <= dropout <= 1 or isinstance(dropout, bool):
             raise ValueError("dropout should be a number in range [0, 1] representing the probability of an "
                              "element being zeroed")
-        if not isinstance(hidden_size, int):
-            raise TypeError(f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
-        if hidden_size <= 0:
-            raise ValueError("hidden_size must be greater than zero")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
+                          f"expects num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}",
+                          stacklevel=3)
+        for name, value in (("bias", bias), ("batch_first", batch_first)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} should be of type bool, got: {type(value).__name__}")
+        for name, value in (("input_size", input_size), ("hidden_size", hidden_size)):
+            if not isinstance(value, int):
+                raise TypeError(f"{name} should be of type int, got: {type(value).__name__}")
+            if value <= 0:
+                raise ValueError(f"{name} must be greater than zero")
         if num_layers <= 0:
             raise ValueError("num_layers must be greater than zero")
         if proj_size != 0:
