@@ -156,6 +156,8 @@ GRAD_CASES = [
     ("A(3, 4)", None, "M.msort(x)"), ("A(3, 5)", None, "x.topk(2, 0).values"),
     ("A(3, 5)", None, "x.kthvalue(2, 1, True).values"), ("A(3, 5)", None, "x.median()"),
     ("M.tensor([[1.0, 2.0, 2.0], [0.0, 3.0, 0.0]])", None, "x.median()"),
+    ("M.tensor([[1.0, 2.0, 2.0], [2.0, 3.0, 0.0]])", None, "x.median()"),
+    ("M.tensor([[1.0, 3.0, 3.0], [1.0, 1.0, 2.0]])", None, "(lambda r: r.min * 2 + r.max)(x.aminmax(dim=1))"),
     ("A(3, 5)", None, "x.median(0).values"), ("M.tensor([[1.0, 2.0, 2.0, 5.0], [0.0, 3.0, 3.0, 0.0]])", None,
                                               "x.mode(1).values"),
     ("A(3, 4)", None, "x.cumprod(1)"), ("M.tensor([[2.0, 0.0, 3.0, 0.0], [1.0, 2.0, 0.0, 4.0]])", None, "x.cumprod(1)"),
