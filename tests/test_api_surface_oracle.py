@@ -561,3 +561,28 @@ def test_new_modules_repr_and_constructor_checks(torch):
                 got = outcome(lambda: repr(make(m)))
             res.append((got, [str(x.message) for x in w]))
         assert res[0] == res[1], i
+
+
+def test_new_layers_run_on_meta_tensors():
+    """Shapes only, as the compiler's capture runs them (F.pad's padding used to be made on the CPU)."""
+    import warnings
+    F = cl.nn.functional  # noqa: N806
+    x = cl.empty(2, 3, 4, 5, device="meta")
+    cases = [
+        (lambda: F.pad(x, (1, 2)), (2, 3, 4, 8)),
+        (lambda: F.interpolate(x, scale_factor=2), (2, 3, 8, 10)),
+        (lambda: F.interpolate(x, size=(5, 7), mode="bilinear"), (2, 3, 5, 7)),
+        (lambda: F.conv_transpose2d(x, cl.empty(3, 2, 3, 3, device="meta"), stride=2), (2, 2, 9, 11)),
+        (lambda: cl.nn.LSTM(5, 4, device="meta")(x[0])[0], (3, 4, 4)),
+        (lambda: cl.nn.GRU(5, 4, bidirectional=True, device="meta")(x[0])[0], (3, 4, 8)),
+        (lambda: cl.nn.MultiheadAttention(5, 1, add_zero_attn=True, device="meta")(
+            x[0], x[0], x[0], key_padding_mask=cl.empty(4, 3, dtype=cl.bool, device="meta"))[0], (3, 4, 5)),
+        (lambda: cl.nn.TransformerEncoderLayer(5, 1, 8, device="meta")(x[0]), (3, 4, 5)),
+        (lambda: F.dropout2d(x), (2, 3, 4, 5)),
+        (lambda: F.scaled_dot_product_attention(x, x, x, is_causal=True), (2, 3, 4, 5)),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i, (fn, shape) in enumerate(cases):
+            out = fn()
+            assert out.device.type == "meta" and tuple(out.shape) == shape, i

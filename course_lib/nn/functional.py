@@ -320,7 +320,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
         if lo > 0:
             s = list(out.shape)
             s[d] = lo
-            parts.append(full(s, value or 0, dtype=input.dtype))
+            parts.append(full(s, value or 0, dtype=input.dtype, device=input.device))
         core = out
         if lo < 0:
             core = core.narrow(d, -lo, core.shape[d] + lo)
@@ -330,7 +330,7 @@ def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) 
         if hi > 0:
             s = list(out.shape)
             s[d] = hi
-            parts.append(full(s, value or 0, dtype=input.dtype))
+            parts.append(full(s, value or 0, dtype=input.dtype, device=input.device))
         out = cat(parts, d) if len(parts) > 1 else core
     return out
 
@@ -654,7 +654,7 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
         if p == 1.0:
             return x * 0
         from .._creation import empty
-        mask = empty(tuple(x.shape[:2]) + (1,) * (inp_dim - 2), dtype=x.dtype).bernoulli_(1 - p)
+        mask = empty(tuple(x.shape[:2]) + (1,) * (inp_dim - 2), dtype=x.dtype, device=x.device).bernoulli_(1 - p)
         return x * (mask * (1.0 / (1 - p)))
     return _write_into(input, f) if inplace else f(input)
 
@@ -783,7 +783,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         out = input
         for i in range(dim):
             idx = _source_index(out_sizes[i], input.shape[i + 2], scales[i], False, True)
-            out = out.index_select(i + 2, _tensor(idx))
+            out = out.index_select(i + 2, _tensor(idx, device=input.device))
         return out
     if mode not in linear_modes:
         raise NotImplementedError(f"course_lib's interpolate supports modes nearest, linear and bilinear, not {mode!r}")
@@ -798,8 +798,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         i1 = np.minimum(i0 + 1, in_size - 1)
         shape = [1] * out.dim()
         shape[i + 2] = out_sizes[i]
-        lam = _tensor((src - i0).reshape(shape), dtype=input.dtype)
-        lo, hi = out.index_select(i + 2, _tensor(i0)), out.index_select(i + 2, _tensor(i1))
+        lam = _tensor((src - i0).reshape(shape), dtype=input.dtype, device=input.device)
+        lo = out.index_select(i + 2, _tensor(i0, device=input.device))
+        hi = out.index_select(i + 2, _tensor(i1, device=input.device))
         out = lo + (hi - lo) * lam
     return out
 
@@ -854,7 +855,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     scale = 1 / _math.sqrt(query.shape[-1]) if scale is None else scale
     scores = query.matmul(key.transpose(-2, -1)) * scale
     if is_causal:
-        keep = ones(L, S, dtype=_dtype.bool_).tril()
+        keep = ones(L, S, dtype=_dtype.bool_, device=query.device).tril()
         scores = scores.masked_fill(~keep, float("-inf"))
     if attn_mask is not None:
         if attn_mask.dtype is _dtype.bool_:

@@ -186,7 +186,7 @@ def _mask_to_additive(mask, dtype):
     """A boolean mask (True: do not attend) as 0 / -inf of ``dtype``; a float mask as it is."""
     if mask is None or mask.dtype is not _dtype.bool_:
         return mask
-    return C.zeros(tuple(mask.shape), dtype=dtype).masked_fill(mask, float("-inf"))
+    return C.zeros(tuple(mask.shape), dtype=dtype, device=mask.device).masked_fill(mask, float("-inf"))
 
 
 class MultiheadAttention(Module):
@@ -292,8 +292,8 @@ class MultiheadAttention(Module):
         v = v.reshape(v.shape[0], N, H, hd).permute(1, 2, 0, 3)
         if self.add_zero_attn:
             from ... import cat
-            k = cat([k, C.zeros((N, H, 1, hd), dtype=k.dtype)], 2)
-            v = cat([v, C.zeros((N, H, 1, hd), dtype=v.dtype)], 2)
+            k = cat([k, C.zeros((N, H, 1, hd), dtype=k.dtype, device=k.device)], 2)
+            v = cat([v, C.zeros((N, H, 1, hd), dtype=v.dtype, device=v.device)], 2)
             if attn_mask is not None:
                 attn_mask = F.pad(attn_mask, (0, 1))
             if key_padding_mask is not None:

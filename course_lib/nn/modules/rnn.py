@@ -129,7 +129,7 @@ class RNNBase(Module):
                 for t in steps:
                     h, c = self._cell(gx[t], h, c, w_hh, b_hh)
                     seq[t] = h
-                outs.append(stack(seq) if seq else C.empty((0, *h.shape), dtype=h.dtype))
+                outs.append(stack(seq) if seq else C.empty((0, *h.shape), dtype=h.dtype, device=h.device))
                 h_n.append(h)
                 c_n.append(c)
             layer_input = outs[0] if num_directions == 1 else cat(outs, -1)
@@ -154,8 +154,8 @@ class RNNBase(Module):
         N = input.shape[1]
         shape = (self.num_layers * (2 if self.bidirectional else 1), N, self.hidden_size)
         if hx is None:
-            h0 = C.zeros(shape, dtype=input.dtype)
-            c0 = C.zeros(shape, dtype=input.dtype) if lstm else None
+            h0 = C.zeros(shape, dtype=input.dtype, device=input.device)
+            c0 = C.zeros(shape, dtype=input.dtype, device=input.device) if lstm else None
         else:
             h0, c0 = hx if lstm else (hx, None)
             if not batched:
