@@ -435,7 +435,9 @@ def _index_add(rng):
 
 
 SPECS["index_fill"] = (lambda rng: [("dim1", lambda x: op("index_fill")(x, 1, cl.tensor([0, 3]), 2.0),
-                                     (rand(rng, 3, 4),))], True, "index_fill")
+                                     (rand(rng, 3, 4),)),
+                                    ("tensor-value", lambda x, t: op("index_fill")(x, 0, cl.tensor([1]), t),
+                                     (rand(rng, 3, 4), rand(rng)))], True, "index_fill")
 SPECS["masked_select"] = (lambda rng: [
     ("broadcast", lambda x: op("masked_select")(x, cl.tensor([[True, False, True, True]] * 3)), (rand(rng, 3, 1),)),
     ("same", lambda x: op("masked_select")(x, cl.tensor([True, False, True])), (rand(rng, 3),))], True, "masked_select")

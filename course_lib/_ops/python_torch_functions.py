@@ -757,9 +757,9 @@ def index_add(self, dim, index, source, *, alpha=1, out=None):
 
 
 def index_fill(self, dim, index, value):
-    """A copy of ``self`` with ``value`` in the slices ``index`` picks along ``dim``.
+    """A copy of ``self`` with ``value`` (a number or a 0-d tensor) in the slices ``index`` picks along ``dim``.
 
-    Schema: index_fill(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
+    Schema: index_fill(Tensor self, int dim, Tensor index, Tensor value) -> Tensor
     """
     return _dispatch(_OPS["index_fill"], (self, dim, index, value))
 

@@ -610,16 +610,16 @@ class VariableMethods:
         return _dispatch(_OPS["index_add_"], (self, dim, index, source, alpha))
 
     def index_fill(self, dim, index, value):
-        """A copy of ``self`` with ``value`` in the slices ``index`` picks along ``dim``.
+        """A copy of ``self`` with ``value`` (a number or a 0-d tensor) in the slices ``index`` picks along ``dim``.
 
-        Schema: index_fill(Tensor self, int dim, Tensor index, Scalar value) -> Tensor
+        Schema: index_fill(Tensor self, int dim, Tensor index, Tensor value) -> Tensor
         """
         return _dispatch(_OPS["index_fill"], (self, dim, index, value))
 
     def index_fill_(self, dim, index, value):
         """In-place version of ``index_fill``: writes the result into ``self``.
 
-        Schema: index_fill_(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)
+        Schema: index_fill_(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)
         """
         return _dispatch(_OPS["index_fill_"], (self, dim, index, value))
 

@@ -286,10 +286,10 @@ def _index_fill_meta(self, dim, index, value):
     return empty_meta(self._shape, self.dtype)
 
 
-@register("index_fill(Tensor self, int dim, Tensor index, Scalar value) -> Tensor", meta=_index_fill_meta,
+@register("index_fill(Tensor self, int dim, Tensor index, Tensor value) -> Tensor", meta=_index_fill_meta,
           inplace="index_fill_", kind="indexing")
 def index_fill(self, dim, index, value):
-    """A copy of ``self`` with ``value`` in the slices ``index`` picks along ``dim``."""
+    """A copy of ``self`` with ``value`` (a number or a 0-d tensor) in the slices ``index`` picks along ``dim``."""
     d = wrap_dim(dim, _nd(self))
     idx = _check_index_fill(self, d, index)
     if isinstance(value, Tensor):

@@ -952,9 +952,12 @@ def _index_add(ctx, g):
 
 
 @derivative("index_fill", lambda self, dim, index, value: "IndexFillBackward1" if hasattr(value, "_shape")
-            else "IndexFillBackward0", save={"index": ALL})
+            else "IndexFillBackward0", save={"index": ALL}, scalar_overload=("value",))
 def _index_fill(ctx, g):
-    return g.index_fill(ctx.dim, ctx.index, 0), None
+    n = ctx.needs_input_grad
+    gself = g.index_fill(ctx.dim, ctx.index, 0) if n[0] else None
+    gvalue = g.index_select(ctx.dim, ctx.index).sum() if len(n) > 2 and n[2] else None
+    return gself, None, gvalue
 
 
 @derivative("masked_select", "MaskedSelectBackward0", save={"mask": ALL, "self_geometry": ALL})
