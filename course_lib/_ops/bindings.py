@@ -15,7 +15,10 @@ and ``python -m course_lib._ops.bindings`` writes one such function per op into
 ``python_torch_functions.py`` (``course_lib.add``) and one method per op into the
 class ``VariableMethods`` of ``python_variable_methods.py`` (``Tensor.add``).
 The two files are checked in, like torchgen's output, with ``_op`` spelled
-``_OPS["add"]``; ``tests/test_dispatcher.py`` fails when they are stale.  An op
+``_OPS["add"]``; ``tests/test_dispatcher.py`` fails when they are stale.  An op with an
+``.out`` overload in PyTorch (``registry.OUT_OVERLOADS``) gets ``out=None`` as its last
+keyword and, when ``out`` is given, calls ``out_arg.call_with_out`` instead (PyTorch's
+binding picks the ``add.out`` overload there); methods take no ``out=``, as in PyTorch.  An op
 registered with ``manual_binding=True`` gets no generated binding: its function
 and method are written by hand in ``python_methods.py``.
 
