@@ -586,3 +586,24 @@ def test_new_layers_run_on_meta_tensors():
         for i, (fn, shape) in enumerate(cases):
             out = fn()
             assert out.device.type == "meta" and tuple(out.shape) == shape, i
+
+
+def test_new_modules_init_distributions(torch):
+    """Each parameter's spread (std, max |w|) is torch's, within sampling noise (the random streams differ)."""
+    makers = [lambda m: m.nn.LSTM(20, 30, bidirectional=True), lambda m: m.nn.GRU(10, 40),
+              lambda m: m.nn.RNN(10, 25), lambda m: m.nn.MultiheadAttention(32, 4, add_bias_kv=True),
+              lambda m: m.nn.MultiheadAttention(16, 2, kdim=8, vdim=12),
+              lambda m: m.nn.TransformerEncoderLayer(32, 4, 64), lambda m: m.nn.ConvTranspose2d(16, 8, 3, groups=2),
+              lambda m: m.nn.PReLU(5, init=0.3)]
+    torch.manual_seed(0)
+    cl.manual_seed(0)  # deterministic: a draw never lands outside the tolerance by chance
+    for make in makers:
+        mc, mt = make(cl), make(torch)
+        for (name, pc), (_, pt) in zip(mc.named_parameters(), mt.named_parameters()):
+            a, b = pc.detach().numpy(), pt.detach().numpy()
+            assert a.shape == b.shape, name
+            sa, sb = np.std(a), np.std(b)  # the sample std's relative error is about 1/sqrt(2n): allow 4 of them
+            assert (sa == sb == 0) or abs(sa - sb) <= max(0.05, 4 / np.sqrt(2 * a.size)) * sb, (name, sa, sb)
+            if a.size >= 500:  # max |w|: the bound of a uniform init, a few std of a normal one
+                ma, mb = np.abs(a).max(), np.abs(b).max()
+                assert abs(ma - mb) <= 0.25 * mb, (type(mc).__name__, name, ma, mb)
