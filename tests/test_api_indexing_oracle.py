@@ -77,6 +77,14 @@ VALUES = [
     "L.logspace(0.1, 1.7, 8, dtype=L.float64)", "L.logspace(0.5, 2.5, 0)", "L.logspace(1.5, 2.9, 3, dtype=L.int64)",
 ]
 
+# 0-d tensors, mixed dtypes, empty repeats (L.gather of a 0-d tensor was a numpy AxisError)
+VALUES += [
+    "L.gather(L.tensor(1.), 0, L.tensor(0))", "L.scatter(L.tensor(1.), 0, L.tensor(0), 5.0)",
+    "L.scatter_add(L.tensor(1.), 0, L.tensor([0]), L.tensor([2.]))", "L.masked_select(L.tensor(1.), L.tensor(True))",
+    "L.tile(x, ())", "L.kron(x, L.arange(3))", "L.outer(v, L.tensor([True]))", "L.einsum('...ij,...->...', x, v)",
+    "x.index_add(1, L.tensor([0]), L.ones(3, 1), alpha=0.5)",
+]
+
 # float32 logspace: torch's vectorised pow may differ in the last bit (see combining._logspace_kernel)
 CLOSE = {"L.logspace(0.1, 1.7, 7)"}
 VALUES += sorted(CLOSE)
@@ -152,6 +160,12 @@ ERRORS = [
     "x.scatter(1, i, 2.0, reduce='add').sum().backward()", "L.roll(x, (1, 2), 0)", "L.roll(x, (1, 2))",
     "L.roll(x, 1, 2)", "L.logspace(0, 1, -1)",
 ]
+
+
+ERRORS += ["L.einsum('i->j', v)", "L.einsum('i->ii', v)", "L.einsum('i', [])", "L.einsum('i1->i', v)",
+           "L.einsum('ij,j->i', v, v)", "L.einsum('i,i', v, v, v)", "L.einsum('ij->', x, x)", "L.roll(x, [], [])",
+           "L.diag_embed(v, 0, 0, 0)", "L.repeat_interleave(x, 2, dim=2)", "L.take_along_dim(x, L.tensor([[0]]), 2)",
+           "L.column_stack([x, L.ones(2, 1)])", "L.hstack([x, L.ones(2, 1)])"]
 
 
 @pytest.mark.oracle

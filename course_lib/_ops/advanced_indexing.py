@@ -135,6 +135,8 @@ def gather(self, dim, index):
     """out[i][j] = self[index[i][j]][j] (for dim 0): pick along ``dim`` by ``index``."""
     d = wrap_dim(dim, len(self._shape))
     _check_gather(self, d, index)
+    if not self._shape:  # a 0-d self: every index is 0 (checked)
+        return wrap(np.broadcast_to(self._np(), index._shape).copy(), self.dtype)
     # index may be smaller than self in the other dims: only that corner of self is read
     a = self._np()[tuple(slice(0, s) if k != d else slice(None) for k, s in enumerate(index._shape))]
     return wrap(np.take_along_axis(a, index._np(), axis=d), self.dtype)

@@ -338,6 +338,8 @@ def diagonal_geometry(shape: tuple, offset: int, dim1: int, dim2: int) -> tuple:
 def _roll_args(self, shifts, dims):
     shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if not shifts:
+        raise RuntimeError("`shifts` required")
     if not dims and len(shifts) == 1:
         return shifts, None
     if len(shifts) != len(dims):
@@ -366,6 +368,11 @@ def einsum_subscripts(equation: str, shapes: list) -> tuple:
     """An equation spelled out: (one subscript string per operand, the output's), ``...`` replaced by
     letters of its own, and a dim of size 1 that is broadcast against a larger one given a label no
     other operand has (so nothing is broadcast: the derivative can sum over it like any label)."""
+    for k, c in enumerate(equation):
+        if not (c.isascii() and c.isalpha()) and c not in ",. " and equation[k:k + 2] != "->" \
+                and equation[k - 1:k + 1] != "->":
+            raise RuntimeError(f"einsum(): invalid subscript given at index {k} in the equation string, subscripts "
+                               f"must be in [a-zA-Z]")
     eq = equation.replace(" ", "")
     lhs, arrow, rhs = eq.partition("->")
     ins = lhs.split(",")
@@ -405,6 +412,12 @@ def einsum_subscripts(equation: str, shapes: list) -> tuple:
                                f"number of dimensions ({len(s)}) for operand {len(out_ins)} and no ellipsis was given")
         out_ins.append(sub)
     if arrow:
+        for k, c in enumerate(rhs):
+            if c.isalpha() and c not in lhs:
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input "
+                                   f"operand")
+            if c.isalpha() and c in rhs[:k]:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the output")
         out = rhs.replace("...", ell_labels)
     else:
         counts = {}
@@ -454,6 +467,9 @@ def einsum(equation: str, *operands) -> Tensor:
     """``einsum(equation, *operands)`` (or one list of operands): Einstein summation, as ``torch.einsum``."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
+    if not operands:
+        raise ValueError("einsum(): must specify the equation string and at least one operand, or at least one "
+                         "operand and its subscripts list")
     return dispatch(OPS["einsum"], (equation, list(operands), None))
 
 
