@@ -703,3 +703,69 @@ def test_a_break_forced_by_a_tensor_that_is_not_first_in_node_order_fills_every_
         x = cl.tensor(values)
         got, want = g(x), f(x)
         assert [t.tolist() for t in got] == [t.tolist() for t in want]
+
+
+def test_range_checks_of_real_indices_pass_what_eager_passes_and_raise_what_it_raises():
+    """The cheap range test in front of the eager check: ignored targets pass, every bad value still raises
+    eager's error (also after the same index tensor was changed in place between two calls)."""
+    F = nn.functional
+
+    def loss(x, y):
+        return F.cross_entropy(x * 2, y, ignore_index=-100)
+
+    def emb(w, i):
+        return F.embedding(i, w * 1) + cl.index_select(w * 2, 0, i)
+
+    x, w = cl.randn(4, 3), cl.randn(5, 2)
+    cf, ce = cl.compile(loss, backend="eager"), cl.compile(emb, backend="eager")
+    y = cl.tensor([0, -100, 2, 1])
+    assert _same(cf(x, y), loss(x, y))
+    i = cl.tensor([[0, 4], [2, 2]]).view(-1)
+    assert _same(ce(w, i), emb(w, i))
+    for fn, cfn, arg, t in ((loss, cf, x, y), (emb, ce, w, i)):
+        t[1] = 7                               # the same tensor, now out of range
+        with pytest.raises((IndexError, RuntimeError)) as e1:
+            fn(arg, t)
+        with pytest.raises((IndexError, RuntimeError)) as e2:
+            cfn(arg, t)
+        assert (type(e1.value), str(e1.value)) == (type(e2.value), str(e2.value))
+    y32 = cl.tensor([0, 1, 2, 1], dtype=cl.int32)     # not int64: the full eager check decides
+    with pytest.raises(RuntimeError) as e1:
+        loss(x, y32)
+    with pytest.raises(RuntimeError) as e2:
+        cf(x, y32)
+    assert str(e1.value) == str(e2.value)
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+def test_a_compiled_training_step_leaves_no_reference_cycles(backend):
+    """Every object a compiled step makes is freed by reference counting, as in eager: a cycle per call
+    (a backward node holding itself, a closure holding the capture) made the garbage collector walk every
+    object of the process every few hundred steps."""
+    import gc
+
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 3))
+    opt = cl.optim.SGD(model.parameters(), lr=0.1)
+    x, y = cl.randn(5, 4), cl.tensor([0, 2, 1, 1, 0])
+
+    def step():
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    cstep = cl.compile(step, backend=backend, mode="reduce-overhead" if backend == "inductor" else None)
+    for _ in range(3):
+        cstep()
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for _ in range(3):
+            cstep()
+        gc.collect()
+        garbage = [type(o).__name__ for o in gc.garbage]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert garbage == []

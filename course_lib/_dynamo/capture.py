@@ -375,6 +375,56 @@ def _local_trace(frame, event: str, arg: Any):
 # ---------------------------------------------------------------------------
 # the capture mode
 # ---------------------------------------------------------------------------
+def _indices_in(t: Any, n: int, ignore: int | None = None) -> bool:
+    """Is ``t`` a real int64 tensor whose values all lie in [0, n) (or equal ``ignore``)?"""
+    if not isinstance(t, TensorBase) or t.dtype.name != "int64" or type(t._storage) is _LazyStorage:
+        return False
+    a = t._np()
+    if not a.size:
+        return True
+    lo, hi = a.min(), a.max()
+    if 0 <= lo and hi < n:
+        return True
+    if ignore is None:
+        return False
+    return bool((((a >= 0) & (a < n)) | (a == ignore)).all())
+
+
+def _nll_classes(inp: TensorBase) -> int:
+    return inp._shape[1] if len(inp._shape) >= 2 else (inp._shape[0] if inp._shape else 1)
+
+
+def _dim_size(t: TensorBase, dim: int) -> int:
+    if not t._shape:
+        return 1
+    return t._shape[dim] if -len(t._shape) <= dim < len(t._shape) else -1
+
+
+#: op -> a cheap test that the real index arguments hold values eager accepts (then no eager run is needed)
+_VALUES_IN_RANGE = {
+    "nll_loss_forward": lambda a: isinstance(a[4], int) and _indices_in(a[1], _nll_classes(a[0]), a[4]),
+    "nll_loss_backward": lambda a: isinstance(a[5], int) and _indices_in(a[2], _nll_classes(a[1]), a[5]),
+    "embedding": lambda a: _indices_in(a[1], a[0]._shape[0] if a[0]._shape else 0),
+    "index_select": lambda a: len(a[2]._shape) <= 1 and _indices_in(a[2], _dim_size(a[0], a[1])),
+    "gather": lambda a: _indices_in(a[2], _dim_size(a[0], a[1])),
+}
+
+
+def _zeros_for_lazy(a: Any, capture: "Capture") -> Any:
+    """``a`` with each of ``capture``'s lazy tensors replaced by real zeros of its shape (a module function:
+    a recursive closure would be a reference cycle holding the capture)."""
+    if isinstance(a, TensorBase):
+        st = a._storage
+        if type(st) is _LazyStorage and st._capture is capture:
+            from .._tensor import Tensor
+            z = Storage(np.zeros(st._size, dtype=a.dtype.np), a.dtype, "cpu", size=st._size)
+            return Tensor._make(z, a._offset, a._shape, a._stride, a.dtype)
+        return a
+    if isinstance(a, (list, tuple)):
+        return type(a)(_zeros_for_lazy(x, capture) for x in a)
+    return a
+
+
 class Capture(TorchDispatchMode):
     """One compiled call: records (or replays) the ops the Python dispatches, and breaks graphs."""
 
@@ -386,6 +436,7 @@ class Capture(TorchDispatchMode):
     finishing = False
     _seg_grad = None           # grad mode of the current graph (set by its first op)
     n_nodes = 0
+    _ignores_types = True
 
     def __init__(self, cache: CodeCache, code, explain: list | None = None) -> None:
         self.cache = cache
@@ -564,24 +615,19 @@ class Capture(TorchDispatchMode):
 
     def _check_values(self, func, args: tuple) -> None:
         """Run ``func`` eagerly with zeros in place of the lazy tensors: the real arguments' values raise
-        eager's errors (out-of-range targets and indices) at the point eager raises them."""
-        from .._tensor import Tensor
+        eager's errors (out-of-range targets and indices) at the point eager raises them.
 
-        def real(a: Any) -> Any:
-            if isinstance(a, TensorBase):
-                st = a._storage
-                if type(st) is _LazyStorage and st._capture is self:
-                    z = Storage(np.zeros(st._size, dtype=a.dtype.np), a.dtype, "cpu", size=st._size)
-                    return Tensor._make(z, a._offset, a._shape, a._stride, a.dtype)
-                return a
-            if isinstance(a, (list, tuple)):
-                return type(a)(real(x) for x in a)
-            return a
+        A range check of the indices comes first: when every value is one eager accepts, the op cannot
+        raise for its values and the eager run is skipped (on a training step it cost more than the rest
+        of the capture); any other case runs the op, which raises eager's exact error or passes."""
+        fast = _VALUES_IN_RANGE.get(func.name)
+        if fast is not None and fast(args):
+            return
         prev = grad_state.enabled
         grad_state.enabled = False
         self.breaking = True           # the check's own ops run eagerly
         try:
-            func(*(real(a) for a in args))
+            func(*(_zeros_for_lazy(a, self) for a in args))
         finally:
             self.breaking = False
             grad_state.enabled = prev

@@ -366,8 +366,8 @@ def _signature(args: tuple) -> tuple:
     """The cache key of a call: each tensor's geometry, dtype and requires_grad, other values as is."""
     key = [grad_state.enabled]
     for a in args:
-        if isinstance(a, Tensor):
-            key.append((tuple(a.shape), a.stride(), a.dtype, a.device.type, a.requires_grad))
+        if isinstance(a, Tensor):   # (the attributes behind shape, stride(), device, requires_grad: a hot path)
+            key.append((a._shape, a._stride, a.dtype, a._storage.device, a._requires_grad))
         else:
             key.append((type(a), a))
     return tuple(key)

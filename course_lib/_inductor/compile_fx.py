@@ -16,8 +16,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import Tensor
+from .._dtype import _BY_NP
 from .._ops.common import wrap as _wrap
 from .._parallel import get_num_threads
+from .._storage import Storage
 from ..fx.graph_module import GraphModule
 from ..fx.passes.shape_prop import ShapeProp
 from .codegen import compile_kernel, decorator, kernel_source
@@ -40,6 +42,12 @@ def _to_tensor(a: Any) -> Any:
     if isinstance(a, np.ndarray):
         if a.flags.c_contiguous and a.dtype.kind in "fbiuc":
             return _wrap(a)   # the array becomes the storage (no copy), the cheapest way in
+        if a.ndim == 2 and a.size and a.dtype.kind in "fbiuc" and a.T.flags.c_contiguous:
+            # a transposed matrix (``t`` of a weight, saved for the backward): from_numpy's layout, faster
+            b = a.T
+            st = Storage(b.reshape(-1), _BY_NP[a.dtype], owner=b)
+            isz = a.itemsize
+            return Tensor._make(st, 0, a.shape, (a.strides[0] // isz, a.strides[1] // isz), st.dtype)
         from .. import from_numpy
         return from_numpy(a)
     if isinstance(a, (list, tuple)):
@@ -219,14 +227,13 @@ def compile_fx(gm: GraphModule, example_inputs: Sequence[Any], mode: str | None 
         is_result = id(root[id(v)]) in keep
         if free.get(key) and not (reuse_buffers and is_result):
             lines.append(f"    {name} = {free[key].pop()}  # reuse (dead after its last read)")
-        elif reuse_buffers:
+        elif reuse_buffers and not is_result:
             slot = len(sizes)
             sizes.append((v.numel, v.dtype))
             lines.append(f"    {name} = B[{slot}]")
-            if is_result:   # a result: never overwrite one the caller still holds
-                lines.append(f"    if _refcount({name}) > 3:  # a result of an earlier call is alive: a new buffer")
-                lines.append(f"        {name} = B[{slot}] = np.empty({v.numel}, np.{v.dtype.name})")
         else:
+            # a result is the caller's from now on (a gradient becomes .grad without a copy, as
+            # AccumulateGrad steals a tensor nobody else holds): a new buffer on every call
             lines.append(f"    {name} = np.empty({v.numel}, np.{v.dtype.name})")
         flat[id(v)] = name
         arr[id(v)] = f"{name}.reshape({v.shape!r})"

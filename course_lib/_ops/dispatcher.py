@@ -57,7 +57,10 @@ def dispatch(op, args: tuple):
             return op.cpu(*args)
         mode = _mode_stack.pop()
         try:
-            return mode.__torch_dispatch__(op, _types(op, args), args, {})
+            # (a mode that never reads ``types``, graph capture, says so: it sees every op of a program;
+            # a mode need not subclass TorchDispatchMode, hence getattr)
+            types = () if getattr(mode, "_ignores_types", False) else _types(op, args)
+            return mode.__torch_dispatch__(op, types, args, {})
         finally:
             _mode_stack.append(mode)
     # No input requires grad or is on the meta device: the cpu kernel, without steps 2 and 3.

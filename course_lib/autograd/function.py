@@ -84,6 +84,12 @@ class BackwardCFunction(Node, FunctionCtx):
     def _ctx_node(self):
         return self
 
+    @property
+    def _node(self):
+        """The ctx is the node (as in PyTorch); a property, not an attribute: ``node._node = node`` would
+        be a reference cycle, so every backward graph would wait for the garbage collector."""
+        return self
+
 
 class FunctionMeta(type):
     """Creates ``<Name>Backward``, the node class, for each Function subclass."""
@@ -115,7 +121,6 @@ class Function(metaclass=FunctionMeta):
         node = cls._backward_cls()
         Node.__init__(node, ())
         node.needs_input_grad = needs
-        node._node = node
         prev = grad_state.enabled
         grad_state.enabled = False
         try:

@@ -45,6 +45,9 @@ class TorchDispatchMode:
     ...         return func(*args)
     """
 
+    #: True in a subclass whose ``__torch_dispatch__`` never reads ``types``: the dispatcher passes ()
+    _ignores_types = False
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         raise NotImplementedError(f"{type(self).__name__} must implement __torch_dispatch__")
 
