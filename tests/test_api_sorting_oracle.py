@@ -138,6 +138,40 @@ CASES = [
     "M.linalg.eigh(M.stack([P, P + 1])).eigenvalues", "M.linalg.eigh(M.tensor([[2.0, 9.0], [1.0, 3.0]])).eigenvalues",
     "M.linalg.eigh(M.tensor([[2.0, 9.0], [1.0, 3.0]]), UPLO='U').eigenvalues", "M.linalg.eigh(P, UPLO='X')",
     "M.linalg.eigh(Q)", "M.linalg.eigh(I)",
+    # cummax/cummin, nanmedian, quantile/nanquantile
+    "X.cummax(1)", "X.cummin(0)", "M.cummax(I, 0)", "M.cummin(M.tensor([[nan, 1.0, nan, 0.0]]), 1)",
+    "M.tensor(2.0).cummax(0)", "A(3, 4).cummin(-1)", "A(3, 4).cummax(2)",
+    "X.nanmedian()", "X.nanmedian(1)", "M.tensor([nan]).nanmedian()", "M.tensor([[nan, nan], [1.0, nan]]).nanmedian(1)",
+    "M.tensor([1, 3, 2]).nanmedian()", "M.nanmedian(I, 1).values", "A(3, 4).nanmedian(0, keepdim=True)",
+    "A(3, 5).quantile(0.5)", "A(3, 5).quantile(0.3, dim=1)", "M.quantile(A(3, 5), M.tensor([0.25, 0.75]), dim=1, "
+    "keepdim=True)", "M.quantile(A(3, 5), M.tensor([0.25, 0.75]), dim=0)", "X.quantile(0.3, dim=1)", "X.quantile(0.7)",
+    "X.nanquantile(0.5, 1)", "X.nanquantile(0.2)", "M.tensor([[nan, nan], [1.0, nan]]).nanquantile(0.4, 1)",
+    "A(3, 5).quantile(1.5)", "M.tensor([1, 2]).quantile(0.5)", "M.tensor([]).quantile(0.5)",
+    "A(3, 5).quantile(0.4, interpolation='lower')", "A(3, 5).quantile(0.4, interpolation='higher')",
+    "A(3, 5).quantile(0.45, dim=0, interpolation='nearest')", "A(3, 5).quantile(0.4, dim=1, interpolation='midpoint')",
+    "A(3, 5).quantile(0.5, interpolation='midpoint')", "A(3, 5).quantile(0.4, interpolation='foo')",
+    "A(3, 5).quantile(M.tensor([[0.5]]))", "A(3, 5).quantile(M.tensor([0.5], dtype=M.float64))",
+    "A(3, 5).quantile(M.tensor([0.5, 1.5]))", "A(3, 5).quantile(0.7, keepdim=True)",
+    "A(3, 5).quantile(M.tensor([0.1, 0.9]), keepdim=True)", "M.tensor(2.0).quantile(0.5, dim=0, keepdim=True)",
+    "A(3, 5, dtype='float64').quantile(M.tensor(0.25, dtype=M.float64), 1)",
+    # cholesky, slogdet, pinv, eigvalsh, matrix_rank, matrix_power, multi_dot
+    "M.linalg.cholesky(P)", "M.linalg.cholesky(P, upper=True)", "M.linalg.cholesky(M.stack([P, P + 1]))",
+    "M.linalg.cholesky(M.tensor([[1.0, 2.0], [2.0, 1.0]]))", "M.linalg.cholesky(M.tensor([[-1.0, 0.0], [0.0, 1.0]]))",
+    "M.linalg.cholesky(M.stack([M.eye(2), M.tensor([[1.0, 2.0], [2.0, 1.0]])]))", "M.linalg.cholesky(Q)",
+    "M.linalg.cholesky(I[:, :2])", "M.linalg.cholesky(A(3))",
+    "M.linalg.slogdet(P)", "M.linalg.slogdet(M.tensor([[1.0, 2.0], [2.0, 1.0]]))", "M.linalg.slogdet(M.stack([P, -P]))",
+    "M.linalg.slogdet(M.tensor([[1.0, 2.0], [2.0, 4.0]]))", "M.linalg.slogdet(Q)", "M.linalg.slogdet(I[:, :2])",
+    "M.linalg.pinv(Q)", "M.linalg.pinv(Q.T)", "M.linalg.pinv(M.ones(3, 2))", "M.linalg.pinv(M.ones(3, 2), atol=5.0)",
+    "M.linalg.pinv(P, hermitian=True)", "M.linalg.pinv(M.stack([Q, 2 * Q]), rtol=0.3)", "M.linalg.pinv(I)",
+    "M.linalg.pinv(A(3))", "M.linalg.eigvalsh(P)", "M.linalg.eigvalsh(M.tensor([[2.0, 9.0], [1.0, 3.0]]), UPLO='U')",
+    "M.linalg.matrix_rank(M.ones(3, 2))", "M.linalg.matrix_rank(P, atol=3.0)", "M.linalg.matrix_rank(P, rtol=0.5)",
+    "M.linalg.matrix_rank(M.ones(2, 3, 4))", "M.linalg.matrix_rank(I)", "M.linalg.matrix_rank(Q, hermitian=False)",
+    "M.linalg.matrix_power(P, 3)", "M.linalg.matrix_power(P, -2)", "M.linalg.matrix_power(P, 0)",
+    "M.linalg.matrix_power(M.stack([P, P]), 5)", "M.linalg.matrix_power(I[:, :2], 2)", "M.linalg.matrix_power(Q, 2)",
+    "M.linalg.matrix_power(I[:, :2], -1)", "M.linalg.matrix_power(A(3), 2)",
+    "M.linalg.multi_dot([P, Q, Q.T])", "M.linalg.multi_dot([Q[:, 0], P, Q])", "M.linalg.multi_dot([Q[0], Q.T, Q[1]])",
+    "M.linalg.multi_dot([P])", "M.linalg.multi_dot([Q, P])", "M.linalg.multi_dot([A(2, 3, 3), P])",
+    "M.linalg.multi_dot([P, A(2, 3, 3), P])", "M.linalg.multi_dot([P, P, A(2, 3, 3)])",
     "type(M.linalg.svd(Q)).__name__", "M.linalg.svd(Q).Vh.shape", "M.aminmax(X).max",
     "issubclass(M.linalg.LinAlgError, RuntimeError)",
 ]
@@ -182,6 +216,17 @@ GRAD_CASES = [
     ("Q", None, "M.linalg.svd(x)[2][:3] ** 2 + M.linalg.svd(x).S.unsqueeze(-1)"),
     ("Q.T", None, "(lambda r: r.Q * 2 + r.R.sum())(M.linalg.qr(x))"), ("Q", None, "M.linalg.qr(x)[1]"),
     ("Q", None, "M.linalg.qr(x, mode='complete')[0]"),
+    ("A(3, 4)", None, "x.cummax(1).values"), ("M.tensor([[1.0, 3.0, 3.0, 2.0], [4.0, 0.0, 4.0, 5.0]])", None,
+                                                "M.cummin(x, 1)[0] + x.cummax(1)[0]"),
+    ("M.tensor([[1.0, nan, 2.0, 5.0], [3.0, 4.0, nan, 0.5]])", None, "x.nanmedian()"),
+    ("M.tensor([[1.0, nan, 2.0, 5.0], [3.0, 4.0, nan, 0.5]])", None, "x.nanmedian(1).values"),
+    ("A(3, 5)", None, "x.quantile(0.3)"), ("A(3, 5)", None, "M.quantile(x, M.tensor([0.2, 0.9], dtype=M.float64), 1)"),
+    ("M.tensor([[1.0, nan, 2.0, 5.0], [3.0, 4.0, nan, 0.5]])", None, "x.nanquantile(0.6, 1, keepdim=True)"),
+    ("A(3, 5)", None, "x.quantile(0.4, 0, interpolation='midpoint')"),
+    ("P", None, "M.linalg.cholesky(x @ x.mT)"), ("P", None, "M.linalg.cholesky(x @ x.mT, upper=True)"),
+    ("P", None, "M.linalg.slogdet(x).logabsdet"), ("Q", None, "M.linalg.pinv(x)"), ("Q.T", None, "M.linalg.pinv(x)"),
+    ("P", None, "M.linalg.eigvalsh(x)"), ("P", None, "M.linalg.matrix_power(x, 3)"),
+    ("P", None, "M.linalg.matrix_power(x, -2)"), ("P", "Q", "M.linalg.multi_dot([x, y, y.mT])"),
     ("P", None, "M.linalg.inv(x)"), ("P", None, "M.linalg.det(x)"), ("P", None, "x.det()"),
     ("P", "Q", "M.linalg.solve(x, y)"), ("P", "Q[:, 0]", "M.linalg.solve(x, y)"),
     ("P", "Q.T", "M.linalg.solve(x, y, left=False)"), ("M.stack([P, 2 * P])", "Q", "M.linalg.solve(x, y)"),
@@ -204,11 +249,16 @@ def _grads(M, x_expr, y_expr, f_expr):
     return name, [None if i.grad is None else i.grad.numpy() for i in inputs]
 
 
+# PyTorch's quantile ends with an in-place squeeze_ (SqueezeBackward4); course_lib's composite ends with the
+# squeeze, movedim or unsqueeze its result needs, so only the gradients are compared
+OTHER_LAST_NODE = ("quantile(",)
+
+
 @pytest.mark.parametrize("x_expr, y_expr, f_expr", GRAD_CASES, ids=[c[2] + " " + c[0] for c in GRAD_CASES])
 def test_grad_matches_torch(torch, x_expr, y_expr, f_expr):
     t_name, t_grads = _grads(torch, x_expr, y_expr, f_expr)
     c_name, c_grads = _grads(cl, x_expr, y_expr, f_expr)
-    assert c_name == t_name
+    assert c_name == t_name or any(k in f_expr for k in OTHER_LAST_NODE)
     for tg, cg in zip(t_grads, c_grads):
         assert (tg is None) == (cg is None), (f_expr, tg, cg)
         assert tg is None or same(tg, cg, rtol=1e-6, atol=1e-9), (f_expr, tg, cg)

@@ -623,6 +623,14 @@ SPECS["nansum"] = (lambda rng: [
     ("nan-dim1", lambda x: op("nansum")(x.masked_fill(cl.tensor([[True, False, False], [False, False, True]]),
                                                       float("nan")), 1), (rand(rng, 2, 3),)),
     ("all", op("nansum"), (rand(rng, 2, 3),))], True, "nansum")
+SPECS["cummax"] = (lambda rng: [("dim1", lambda x: op("cummax")(x, 1)[0], (distinct(rng, 3, 4),))], True, "cummax")
+SPECS["cummin"] = (lambda rng: [("repeats", lambda x: op("cummin")(x.repeat(2, 1), 0)[0], (distinct(rng, 2, 3),))],
+                   True, "cummin")
+SPECS["nanmedian"] = (lambda rng: [
+    ("all", op("nanmedian"), (distinct(rng, 3, 4),)),
+    ("nan-dim1", lambda x: op("nanmedian")(x.masked_fill(cl.tensor([[True, False, False], [False, False, False]]),
+                                                         float("nan")), 1)[0], (distinct(rng, 2, 3),))],
+    True, "nanmedian")
 SPECS["aminmax"] = (lambda rng: [("all", op("aminmax"), (distinct(rng, 3, 4),)),
                                  ("dim0-keep", lambda x: op("aminmax")(x, 0, True), (distinct(rng, 3, 4),))],
                     True, "aminmax")
@@ -652,6 +660,13 @@ SPECS["linalg_solve"] = (lambda rng: [
 SPECS["linalg_eigh"] = (lambda rng: [
     ("sym", lambda x: op("linalg_eigh")(x + x.mT), (rand(rng, 3, 3),)),
     ("upper-batch", lambda x: op("linalg_eigh")(x + x.mT, "U")[1], (rand(rng, 2, 3, 3),))], True, "linalg_eigh")
+SPECS["linalg_cholesky"] = (lambda rng: [
+    ("lower", lambda x: op("linalg_cholesky")(x @ x.mT), (_well(rng, 3, 3),)),
+    ("upper-batch", lambda x: op("linalg_cholesky")(x @ x.mT, True), (_well(rng, 2, 2, 2),))], True, "linalg_cholesky")
+SPECS["linalg_slogdet"] = (lambda rng: [("batch", lambda x: op("linalg_slogdet")(x)[1], (_well(rng, 2, 3, 3),))],
+                           True, "linalg_slogdet")
+SPECS["linalg_pinv"] = (lambda rng: [("tall", op("linalg_pinv"), (rand(rng, 4, 3),)),
+                                     ("wide", op("linalg_pinv"), (rand(rng, 2, 3),))], True, "linalg_pinv")
 SPECS["linalg_qr"] = (lambda rng: [("tall", op("linalg_qr"), (rand(rng, 4, 3),)),
                                    ("wide-complete", lambda x: op("linalg_qr")(x, "complete"), (rand(rng, 2, 4),)),
                                    ("batch", op("linalg_qr"), (rand(rng, 2, 3, 2),))], True, "linalg_qr")

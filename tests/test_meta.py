@@ -158,6 +158,12 @@ SAMPLES.update({
     "linalg_svd": [(T(2, 3),), (T(2, 3, 4), False)], "linalg_svdvals": [(T(3, 2),)],
     "linalg_qr": [(T(3, 2),), (T(2, 3), "complete"), (T(2, 3), "r")],
     "linalg_eigh": [(T(2, 2, values=[2.0, 1.0, 1.0, 3.0]),)],
+    "cummax": [(T(2, 3), 1)], "cummin": [(T(2, 3, dtype="int64"), 0)], "nanmedian": [(T(2, 3),), (T(2, 3), 0, True)],
+    "quantile": [(T(2, 3), 0.5), (T(2, 3), T(2, values=[0.2, 0.7]), 1, True)], "nanquantile": [(T(2, 3), 0.3, 0)],
+    "linalg_cholesky": [(T(2, 2, values=[2.0, 1.0, 1.0, 3.0]),), (T(2, 2, values=[2.0, 1.0, 1.0, 3.0]), True)],
+    "linalg_slogdet": [(T(2, 2),)], "linalg_pinv": [(T(3, 2),)], "linalg_eigvalsh": [(T(2, 2),)],
+    "linalg_matrix_rank": [(T(2, 3, 4),)], "linalg_matrix_power": [(T(2, 2), 3), (T(2, 2), 0), (T(2, 2), -1)],
+    "linalg_multi_dot": [([T(3), T(3, 2), T(2)],), ([T(2, 3), T(3, 3)],)],
 })
 
 # factories and random ops: the meta run passes device="meta" (see test_meta_matches_cpu)

@@ -14,6 +14,8 @@ import math
 
 import numpy as np
 
+from .. import _dtype
+from .._tensor import Tensor
 from .common import broadcast_shapes, empty_meta, wrap, wrap_dims
 from .reductions import _return_type_fields
 from .registry import register
@@ -377,3 +379,179 @@ def linalg_eigh(A, UPLO="L"):
     _eigh_check(A, UPLO)
     w, v = np.linalg.eigh(A._np(), UPLO=UPLO)
     return eigh_ret(wrap(w, A.dtype), wrap(v, A.dtype))
+
+
+# ---------------------------------------------------------------------------
+# cholesky, slogdet, pinv, and composites: eigvalsh, matrix_rank, matrix_power, multi_dot
+# ---------------------------------------------------------------------------
+slogdet_ret = _return_type_fields("linalg_slogdet", ("sign", "logabsdet"))
+
+
+def _not_positive_definite(a: np.ndarray) -> _LinAlgError:
+    """The error for the first matrix of the batch without a Cholesky factor, naming the leading minor
+    where the factorization stops (LAPACK potrf's ``info``; found by factoring growing minors)."""
+    batch = a.reshape((-1,) + a.shape[-2:])
+    for i, m in enumerate(batch):
+        for k in range(1, m.shape[0] + 1):   # only on the error path
+            try:
+                np.linalg.cholesky(m[:k, :k])
+            except np.linalg.LinAlgError:
+                where = f"(Batch element {i}): " if a.ndim > 2 else ""
+                return LinAlgError(f"linalg.cholesky: {where}The factorization could not be completed because the "
+                                   f"input is not positive-definite (the leading minor of order {k} is not "
+                                   "positive-definite).")
+    return LinAlgError("linalg.cholesky: The factorization could not be completed because the input is not "
+                       "positive-definite.")
+
+
+def _cholesky_meta(A, upper=False):
+    _matrix_input(A, "linalg.cholesky", square=True)
+    return empty_meta(A._shape, A.dtype)
+
+
+@register("linalg_cholesky(Tensor A, *, bool upper=False) -> Tensor", meta=_cholesky_meta, variants=(),
+          kind="linalg")
+def linalg_cholesky(A, upper=False):
+    """L lower triangular with ``A = L @ L.mT`` for each symmetric positive-definite matrix (``upper``: L.mT)."""
+    _matrix_input(A, "linalg.cholesky", square=True)
+    a = A._np()
+    try:
+        lower = np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        raise _not_positive_definite(a) from None
+    return wrap(np.swapaxes(lower, -1, -2) if upper else lower, A.dtype)
+
+
+def _slogdet_meta(A):
+    _matrix_input(A, "linalg.slogdet", square=True)
+    return slogdet_ret(empty_meta(A._shape[:-2], A.dtype), empty_meta(A._shape[:-2], A.dtype))
+
+
+@register("linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)", meta=_slogdet_meta, variants=(),
+          kind="linalg")
+def linalg_slogdet(A):
+    """The sign and the log of the absolute value of each determinant (sign 0 and -inf when singular)."""
+    _matrix_input(A, "linalg.slogdet", square=True)
+    sign, logabs = np.linalg.slogdet(A._np())
+    return slogdet_ret(wrap(np.asarray(sign, dtype=A.dtype.np), A.dtype),
+                       wrap(np.asarray(logabs, dtype=A.dtype.np), A.dtype))
+
+
+def _pinv_check(A):
+    if len(A._shape) < 2 or A.dtype not in (_F32, _F64):
+        raise RuntimeError(f"linalg.pinv({A.dtype._tensor_name}{{{list(A._shape)}}}): expected a tensor with 2 or "
+                           "more dimensions of float, double, cfloat or cdouble types")
+
+
+def _pinv_meta(A, atol=None, rtol=None, hermitian=False):
+    _pinv_check(A)
+    return empty_meta(A._shape[:-2] + (A._shape[-1], A._shape[-2]), A.dtype)
+
+
+def _cutoff(s: np.ndarray, m: int, n: int, atol, rtol, dtype) -> np.ndarray:
+    """PyTorch's tolerance for pinv and matrix_rank: max(atol, rtol * largest singular value), with
+    rtol = eps * max(m, n) when neither is given (and 0 when only atol is)."""
+    if rtol is None:
+        rtol = np.finfo(dtype).eps * max(m, n) if atol is None else 0.0
+    smax = s[..., :1] if s.shape[-1] else np.zeros(s.shape[:-1] + (1,), s.dtype)
+    return np.maximum(0.0 if atol is None else atol, rtol * smax)
+
+
+@register("linalg_pinv(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor",
+          meta=_pinv_meta, variants=(), kind="linalg")
+def linalg_pinv(self, atol=None, rtol=None, hermitian=False):
+    """The Moore-Penrose pseudo-inverse of each matrix, from its SVD; singular values at or below the
+    tolerance (see ``_cutoff``) count as zero."""
+    _pinv_check(self)
+    a = self._np()
+    m, n = a.shape[-2:]
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    keep = s > _cutoff(s, m, n, atol, rtol, a.dtype)
+    with np.errstate(divide="ignore"):
+        s_inv = np.where(keep, 1 / np.where(keep, s, 1), 0).astype(a.dtype)
+    return wrap(np.swapaxes(vh, -1, -2) * s_inv[..., None, :] @ np.swapaxes(u, -1, -2), self.dtype)
+
+
+_F32, _F64 = _dtype.float32, _dtype.float64
+
+
+@register("linalg_eigvalsh(Tensor A, str UPLO='L') -> Tensor", variants=(), kind="composite")
+def linalg_eigvalsh(A, UPLO="L"):  # noqa: N803 (PyTorch's name)
+    """The eigenvalues of each symmetric matrix, ascending (``eigh``'s first output, as in PyTorch)."""
+    return _dispatch("linalg_eigh", A, UPLO)[0]
+
+
+@register("linalg_matrix_rank(Tensor input, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor",
+          variants=(), kind="composite")
+def linalg_matrix_rank(input, atol=None, rtol=None, hermitian=False):  # noqa: A002
+    """How many singular values of each matrix exceed the tolerance of ``pinv``, as int64."""
+    if input.dtype not in (_F32, _F64):
+        raise RuntimeError("This function doesn't handle types other than float and double")
+    s = _dispatch("linalg_svdvals", input)
+    m, n = input._shape[-2:]
+    if rtol is None:
+        rtol = float(np.finfo(input.dtype.np).eps) * max(m, n) if atol is None else 0.0
+    smax = _dispatch("amax", s, (-1,), True) if s._shape[-1] else 0.0
+    tol = _dispatch("clamp", _dispatch("mul", smax, rtol), 0.0 if atol is None else atol, None) \
+        if isinstance(smax, Tensor) else 0.0
+    return _dispatch("sum", _dispatch("gt", s, tol), (-1,), False, None)
+
+
+@register("linalg_matrix_power(Tensor self, int n) -> Tensor", variants=(), kind="composite")
+def linalg_matrix_power(self, n):
+    """``self`` multiplied by itself ``n`` times (``n < 0``: of its inverse; ``n = 0``: the identity), by
+    repeated squaring."""
+    _matrix_input(self, "linalg.matrix_power", square=True, floating=False)
+    if n == 0:
+        eye = wrap(np.broadcast_to(np.eye(self._shape[-1], dtype=self.dtype.np), self._shape).copy(), self.dtype)
+        return eye if self._storage.data is not None else _dispatch("_to_copy", eye, None, "meta")
+    a = _dispatch("linalg_inv", self) if n < 0 else self
+    n = abs(n)
+    result = None
+    while True:   # binary exponentiation: O(log n) products
+        if n & 1:
+            result = a if result is None else _dispatch("matmul", result, a)
+        n >>= 1
+        if not n:
+            return result
+        a = _dispatch("matmul", a, a)
+
+
+def _multi_dot_check(tensors) -> None:
+    """PyTorch's checks of ``multi_dot``'s list: at least two, 1-D or 2-D ends, 2-D middles, shapes that chain."""
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    last = len(tensors) - 1
+    for i, t in enumerate(tensors):
+        nd = len(t._shape)
+        if i in (0, last) and nd not in (1, 2):
+            which = "first" if i == 0 else "last"
+            raise RuntimeError(f"multi_dot(): the {which} tensor must be 1D or 2D but got {nd}D")
+        if 0 < i < last and nd != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {nd}D")
+    for i in range(last):
+        a, b = tensors[i], tensors[i + 1]
+        if a._shape[-1] != b._shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {list(a._shape)} and "
+                               f"{list(b._shape)} cannot be multiplied")
+
+
+@register("linalg_multi_dot(Tensor[] tensors) -> Tensor", variants=(), kind="composite")
+def linalg_multi_dot(tensors):
+    """The product of the matrices in order (the first may be a row vector, the last a column vector).
+
+    As PyTorch: 1-D ends become a (1, n) row and an (n, 1) column, the chain is multiplied with ``mm``
+    (left to right here; PyTorch picks the cheapest order) and the result viewed without those dims.
+    """
+    _multi_dot_check(tensors)
+    first, last = tensors[0], tensors[-1]
+    out_shape = first._shape[:-1] + last._shape[1:]
+    mats = list(tensors)
+    if len(first._shape) == 1:
+        mats[0] = _dispatch("unsqueeze", first, 0)
+    if len(last._shape) == 1:
+        mats[-1] = _dispatch("unsqueeze", last, 1)
+    r = mats[0]
+    for t in mats[1:]:
+        r = _dispatch("mm", r, t)
+    return _dispatch("view", r, out_shape)

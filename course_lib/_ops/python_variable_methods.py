@@ -336,6 +336,20 @@ class VariableMethods:
         """
         return _dispatch(_OPS["count_nonzero"], (self, dim))
 
+    def cummax(self, dim):
+        """Running maximum along ``dim`` and the index of each maximum.
+
+        Schema: cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)
+        """
+        return _dispatch(_OPS["cummax"], (self, dim))
+
+    def cummin(self, dim):
+        """Running minimum along ``dim`` and the index of each minimum.
+
+        Schema: cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)
+        """
+        return _dispatch(_OPS["cummin"], (self, dim))
+
     def cumprod(self, dim, *, dtype=None):
         """Running product along ``dim``; integers and bools multiply in int64.
 
@@ -952,6 +966,20 @@ class VariableMethods:
         """
         return _dispatch(_OPS["nanmean"], (self, dim, keepdim, dtype))
 
+    def nanmedian(self, dim=None, keepdim=False):
+        """``median`` ignoring NaN: the lower median of the other elements (NaN only where all are NaN).
+
+        Schema: nanmedian(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+        """
+        return _dispatch(_OPS["nanmedian"], (self, dim, keepdim))
+
+    def nanquantile(self, q, dim=None, keepdim=False, *, interpolation='linear'):
+        """``quantile`` ignoring NaN (NaN only where a slice is all NaN).
+
+        Schema: nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor
+        """
+        return _dispatch(_OPS["nanquantile"], (self, q, dim, keepdim, interpolation))
+
     def nansum(self, dim=None, keepdim=False, *, dtype=None):
         """Sum over ``dim`` counting NaN as zero; integers and bools sum to int64.
 
@@ -1042,6 +1070,13 @@ class VariableMethods:
         Schema: prod(Tensor self, int? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
         """
         return _dispatch(_OPS["prod"], (self, dim, keepdim, dtype))
+
+    def quantile(self, q, dim=None, keepdim=False, *, interpolation='linear'):
+        """The ``q``-th quantiles over ``dim`` (all elements by default); NaN where a slice has a NaN.
+
+        Schema: quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear') -> Tensor
+        """
+        return _dispatch(_OPS["quantile"], (self, q, dim, keepdim, interpolation))
 
     def reciprocal(self):
         """1 / x, elementwise.

@@ -488,3 +488,44 @@ def var_mean(self, dim=None, correction=1, keepdim=False):
 def std_mean(self, dim=None, correction=1, keepdim=False):
     """Standard deviation and mean over ``dim`` in one call, as a plain (std, mean) tuple."""
     return _var_std_mean(self, dim, correction, keepdim, "std", np.std)
+
+
+cummax_ret = _return_type_fields("cummax", ("values", "indices"))
+cummin_ret = _return_type_fields("cummin", ("values", "indices"))
+
+
+def _cummaxmin_meta(ret):
+    def meta(self, dim):
+        wrap_dim(dim, len(self._shape))
+        return ret(empty_meta(self._shape, self.dtype), empty_meta(self._shape, _dtype.int64))
+    return meta
+
+
+def _cummaxmin(self, dim, ufunc, ret):
+    """Running max (min) along ``dim`` and the index it came from: the latest of equal values, and a NaN
+    stays once seen (PyTorch's cummax_cummin_helper: ``isnan(x) || x >= out`` moves the index)."""
+    d = wrap_dim(dim, len(self._shape))
+    a = self._np()
+    if not self._shape:
+        return ret(wrap(a.copy(), self.dtype), wrap(np.zeros((), np.int64), _dtype.int64))
+    vals = ufunc.accumulate(a, axis=d)
+    moved = a == vals
+    if self.dtype.is_floating_point:
+        moved |= np.isnan(a)
+    pos = np.arange(a.shape[d]).reshape((-1,) + (1,) * (a.ndim - d - 1))
+    idx = np.maximum.accumulate(np.where(moved, pos, 0), axis=d)
+    return ret(wrap(vals, self.dtype), wrap(idx.astype(np.int64, copy=False), _dtype.int64))
+
+
+@register("cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)", meta=_cummaxmin_meta(cummax_ret),
+          kind="reduction")
+def cummax(self, dim):
+    """Running maximum along ``dim`` and the index of each maximum."""
+    return _cummaxmin(self, dim, np.maximum, cummax_ret)
+
+
+@register("cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)", meta=_cummaxmin_meta(cummin_ret),
+          kind="reduction")
+def cummin(self, dim):
+    """Running minimum along ``dim`` and the index of each minimum."""
+    return _cummaxmin(self, dim, np.minimum, cummin_ret)

@@ -342,3 +342,128 @@ def bucketize(self, boundaries, out_int32=False, right=False):
     pos = np.searchsorted(boundaries._np(), values, side="right" if right else "left")
     dt = _dtype.int32 if out_int32 else _I64
     return wrap(np.asarray(pos).astype(dt.np, copy=False), dt)
+
+
+# ---------------------------------------------------------------------------
+# nanmedian, quantile, nanquantile
+# ---------------------------------------------------------------------------
+nanmedian_ret = return_type("nanmedian", ("values", "indices"))
+
+
+def _nanmedian_meta(self, dim=None, keepdim=False):
+    d = _median_check(self, dim, "nanmedian")
+    if d is None:
+        return empty_meta((), self.dtype)
+    shape = _reduced(self._shape, d, keepdim) if self._shape else ()
+    return nanmedian_ret(empty_meta(shape, self.dtype), empty_meta(shape, _I64))
+
+
+@register("nanmedian(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", meta=_nanmedian_meta,
+          kind="reduction")
+def nanmedian(self, dim=None, keepdim=False):
+    """``median`` ignoring NaN: the lower median of the other elements (NaN only where all are NaN)."""
+    d = _median_check(self, dim, "nanmedian")
+    if not self.dtype.is_floating_point:
+        return median.cpu(self, dim, keepdim) if d is None else \
+            nanmedian_ret(*median.cpu(self, dim, keepdim))
+    a = self._np()
+    if d is None:
+        flat = a.reshape(-1)
+        flat = flat[~np.isnan(flat)]
+        if flat.size == 0:
+            return wrap(np.asarray(np.nan, dtype=a.dtype), self.dtype)
+        k = (flat.size - 1) // 2
+        return wrap(np.asarray(np.partition(flat, k)[k]), self.dtype)
+    if not self._shape:
+        return nanmedian_ret(wrap(a.copy(), self.dtype), wrap(np.zeros((), np.int64), _I64))
+    order = _argsort(a, d, False)                                        # NaN sorts last
+    count = np.sum(~np.isnan(a), axis=d, keepdims=True)
+    idx = np.take_along_axis(order, np.maximum(count - 1, 0) // 2, axis=d)
+    vals = np.take_along_axis(a, idx, axis=d)
+    if not keepdim:
+        idx, vals = np.squeeze(idx, d), np.squeeze(vals, d)
+    return nanmedian_ret(wrap(vals, self.dtype), wrap(idx, _I64))
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(self, q, dim, keepdim, interpolation, ignore_nan: bool):
+    """PyTorch's quantile_impl with course_lib ops (so autograd goes through sort, gather and lerp):
+    sort the slices, rank = q * (count - 1), then pick or interpolate between the two nearest values."""
+    name = "nanquantile()" if ignore_nan else "quantile()"
+    if self.dtype not in (_dtype.float32, _dtype.float64):
+        raise RuntimeError(f"{name} input tensor must be either float or double dtype")
+    if self.numel() == 0:
+        raise RuntimeError(f"{name} input tensor must be non-empty")
+    if isinstance(q, Tensor):
+        if len(q._shape) > 1:
+            raise RuntimeError(f"{name} q must be a scalar or 1D tensor")
+        if q.dtype is not self.dtype:
+            raise RuntimeError(f"{name} q tensor must be same dtype as the input tensor")
+        if q._storage.data is not None:
+            qv = q._np()
+            if qv.size and not ((qv >= 0) & (qv <= 1)).all():
+                raise RuntimeError(f"{name} q values must be in the range [0, 1]")
+        one_q = not q._shape
+        qt = q
+    else:
+        if not 0 <= q <= 1:
+            raise RuntimeError(f"{name} q must be in the range [0, 1] but got {q}")
+        one_q = True
+        qt = wrap(np.asarray(q, dtype=self.dtype.np), self.dtype)   # 0-d: joins tensors on any device
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError(f"{name} interpolation must be one of linear, lower, higher, midpoint or nearest, "
+                           f"but got {interpolation}")
+    nd = len(self._shape)
+    if dim is None:
+        x = _dispatch("reshape", self, (-1,))
+    else:
+        d = wrap_dim(dim, nd)
+        x = _dispatch("movedim", self, d, -1) if nd else _dispatch("reshape", self, (1,))
+    s = _dispatch("sort", x, -1, False, None)[0]                         # NaN last
+    n = x._shape[-1]
+    nan = _dispatch("isnan", x)
+    if ignore_nan:   # rank among the non-NaN values; an all-NaN slice reads its first (NaN) value
+        count = _dispatch("sum", _dispatch("logical_not", nan), (-1,), True, None)
+        last = _dispatch("_to_copy", _dispatch("clamp", _dispatch("sub", count, 1, 1), 0, None), self.dtype)
+        ranks = _dispatch("mul", _dispatch("unsqueeze", qt, 0) if qt._shape else qt, last)
+    else:            # a slice with a NaN takes rank n - 1, its (last sorted) NaN
+        ranks = _dispatch("where", _dispatch("any", nan, (-1,), True), float(n - 1),
+                          _dispatch("mul", qt, n - 1))
+    if interpolation == "nearest":
+        ranks = _dispatch("round", ranks)
+    low = _dispatch("floor", ranks)
+    below = _dispatch("gather", s, -1, _dispatch("_to_copy", low, _I64))
+    if interpolation in ("lower", "nearest"):
+        r = below
+    else:
+        above = _dispatch("gather", s, -1, _dispatch("_to_copy", _dispatch("ceil", ranks), _I64))
+        if interpolation == "higher":
+            r = above
+        else:
+            w = 0.5 if interpolation == "midpoint" else _dispatch("sub", ranks, low, 1)
+            r = _dispatch("lerp", below, above, w)
+    # r: (..., len(q)) or (..., 1) for one q -> (len(q), ...) or (...), then the reduced dims as asked
+    r = _dispatch("squeeze", r, -1) if one_q else _dispatch("movedim", r, -1, 0)
+    if keepdim:
+        lead = () if one_q else r._shape[:1]
+        if dim is None:
+            r = _dispatch("reshape", r, lead + (1,) * nd)
+        elif nd:
+            r = _dispatch("unsqueeze", r, d + len(lead))
+    return r
+
+
+@register("quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear') "
+          "-> Tensor", kind="composite")
+def quantile(self, q, dim=None, keepdim=False, interpolation="linear"):
+    """The ``q``-th quantiles over ``dim`` (all elements by default); NaN where a slice has a NaN."""
+    return _quantile(self, q, dim, keepdim, interpolation, False)
+
+
+@register("nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear') "
+          "-> Tensor", kind="composite")
+def nanquantile(self, q, dim=None, keepdim=False, interpolation="linear"):
+    """``quantile`` ignoring NaN (NaN only where a slice is all NaN)."""
+    return _quantile(self, q, dim, keepdim, interpolation, True)

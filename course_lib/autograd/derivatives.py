@@ -1275,3 +1275,43 @@ def _linalg_qr(ctx, gQ, gR):
     gR1, gR2 = gR.narrow(-1, 0, m), gR.narrow(-1, m, n - m)
     gX = _qr_square_part(Q, R1, gQ + Y @ gR2.mT, gR1)
     return _cl.cat([gX, Q @ gR2], -1)
+
+
+derivative("cummax", "CummaxBackward0", save={"result1": ALL})(_scatter_to_indices)
+derivative("cummin", "CumminBackward0", save={"result1": ALL})(_scatter_to_indices)
+derivative("nanmedian", lambda self, dim=None, keepdim=False: "NanmedianBackward0" if dim is None
+           else "NanmedianBackward1", save={"self": ALL, "result": ALL, "result1": ALL})(_median)
+
+
+@derivative("linalg_cholesky", "LinalgCholeskyExBackward0", save={"upper": ALL, "result": ALL})
+def _linalg_cholesky(ctx, g):
+    # A = L L^T: gA = L^-T phi(L^T gL) L^-1, phi = the lower triangle with its diagonal halved, then
+    # symmetrised (PyTorch's cholesky_backward)
+    from .._ops.dispatcher import dispatch as _d
+    L = ctx.result.mT if ctx.upper else ctx.result
+    gL = g.mT if ctx.upper else g
+    P = (L.mT @ gL).tril()
+    P = P - P.tril().triu() * 0.5                     # halve the diagonal
+    gA = _d(OPS["linalg_solve"], (L, _d(OPS["linalg_solve"], (L.mT, P, True)), False))
+    return (gA + gA.mT) * 0.5
+
+
+@derivative("linalg_slogdet", "LinalgSlogdetBackward0", save={"A": ALL})
+def _linalg_slogdet(ctx, g_sign, g_logabsdet):
+    # d log|det A| = tr(A^-1 dA): gradient g A^-T (the sign is piecewise constant)
+    from .._ops.dispatcher import dispatch as _d
+    return g_logabsdet.unsqueeze(-1).unsqueeze(-1) * _d(OPS["linalg_inv"], (ctx.A,)).mT
+
+
+@derivative("linalg_pinv", "LinalgPinvBackward0", save={"self": ALL, "result": ALL})
+def _linalg_pinv(ctx, g):
+    # X = pinv(A), its rank constant near A (Golub and Pereyra's derivative):
+    #   gA = -X^T g X^T + (I - A X) g^T X X^T + X^T X g^T (I - X A), the identities multiplied out
+    A, X = ctx.self, ctx.result
+    Xt = X.mT
+    term1 = -(Xt @ g @ Xt)
+    gX = g.mT @ X @ Xt                                  # g^T X X^T
+    term2 = gX - A @ X @ gX                             # (I - A X) g^T X X^T
+    hX = Xt @ X @ g.mT                                  # X^T X g^T
+    term3 = hX - hX @ X @ A                             # X^T X g^T (I - X A)
+    return term1 + term2 + term3

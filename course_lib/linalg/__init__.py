@@ -3,7 +3,8 @@
 Each function calls its op through the dispatcher (kernels in ``course_lib/_ops/batch_linalg.py``),
 so autograd, modes and the meta device see them like any other op.  Derivatives exist for
 ``vector_norm``, ``matrix_norm`` and ``norm`` (all orders), ``inv``, ``det`` (invertible matrices),
-``solve``, ``eigh``, ``svd``, ``svdvals`` and ``qr`` (PyTorch's formulas and refusals).
+``slogdet``, ``solve``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``, ``qr`` (PyTorch's formulas and
+refusals), ``cholesky``, ``pinv`` (constant rank), ``matrix_power`` and ``multi_dot``.
 """
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from .._ops.batch_linalg import LinAlgError
 from .._ops.dispatcher import dispatch as _dispatch
 from .._ops.registry import OPS as _OPS
 
-__all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "det", "solve", "svd", "svdvals", "qr",
-           "eigh"]
+__all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "svd", "svdvals",
+           "qr", "eigh", "eigvalsh", "cholesky", "pinv", "matrix_rank", "matrix_power", "multi_dot"]
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
@@ -67,3 +68,38 @@ def qr(A, mode="reduced"):
 def eigh(A, UPLO="L"):  # noqa: N803 (PyTorch's name)
     """``(eigenvalues, eigenvectors)`` of each symmetric matrix, eigenvalues ascending."""
     return _dispatch(_OPS["linalg_eigh"], (A, UPLO))
+
+
+def slogdet(A):
+    """``(sign, logabsdet)`` of each determinant: sign 0 and logabsdet -inf for a singular matrix."""
+    return _dispatch(_OPS["linalg_slogdet"], (A,))
+
+
+def eigvalsh(A, UPLO="L"):  # noqa: N803 (PyTorch's name)
+    """The eigenvalues of each symmetric matrix, ascending."""
+    return _dispatch(_OPS["linalg_eigvalsh"], (A, UPLO))
+
+
+def cholesky(A, *, upper=False):
+    """L with ``A = L @ L.mT`` (``upper=True``: ``L.mT``); ``LinAlgError`` if A is not positive-definite."""
+    return _dispatch(_OPS["linalg_cholesky"], (A, upper))
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False):
+    """The pseudo-inverse; singular values below ``max(atol, rtol * largest)`` count as zero."""
+    return _dispatch(_OPS["linalg_pinv"], (A, atol, rtol, hermitian))
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
+    """How many singular values exceed the tolerance of ``pinv``, as int64."""
+    return _dispatch(_OPS["linalg_matrix_rank"], (A, atol, rtol, hermitian))
+
+
+def matrix_power(A, n):
+    """``A`` multiplied by itself ``n`` times (``n < 0``: its inverse; ``n = 0``: the identity)."""
+    return _dispatch(_OPS["linalg_matrix_power"], (A, n))
+
+
+def multi_dot(tensors):
+    """The product of a list of matrices (the first may be 1-D as a row, the last 1-D as a column)."""
+    return _dispatch(_OPS["linalg_multi_dot"], (list(tensors),))
