@@ -339,7 +339,8 @@ OUT_OVERLOADS_NOT_CALLED = ["acos", "asin", "atan", "atan2", "bitwise_or", "bitw
                             "erf", "exp2", "expm1", "fmod", "frac", "ge", "gt", "le", "log", "log10", "log1p",
                             "log2", "logical_not", "logical_or", "logical_xor", "minimum", "ne", "neg",
                             "reciprocal", "remainder", "rsqrt", "sigmoid", "sin", "sinh", "sqrt", "tan", "tanh",
-                            "trunc", "triu", "amin", "any", "argmin", "dstack", "column_stack"]
+                            "trunc", "triu", "amin", "any", "argmin", "dstack", "column_stack",
+                            "max", "min"]  # max and min: test_max_min_out_matches_torch
 OUT_KINDS = {
     "f32": "L.empty(0)", "i64": "L.empty(0, dtype=L.int64)", "f64": "L.empty(0, dtype=L.float64)",
     "bool": "L.empty(0, dtype=L.bool)", "wrong-shape": "L.empty(7).fill_(3)", "transposed": "L.zeros(3, 2).t()",
@@ -377,6 +378,38 @@ def test_op_out_matches_torch(call):
         assert ours[:-1] == theirs[:-1], kind
         if ours[0] == "ok":  # float32 math may differ in the last bit (numpy's exp vs torch's)
             np.testing.assert_allclose(ours[-1], theirs[-1], rtol=1e-6, err_msg=kind)
+
+
+MAX_MIN_OUT = [
+    "L.max(x, 1, out=(L.empty(0), L.empty(0, dtype=L.int64)))",
+    "L.min(x, 1, True, out=[L.empty(5), L.empty(5).long()])",
+    "L.max(x, 1, out=(L.empty(0, dtype=L.float64), L.empty(0, dtype=L.int64)))",
+    "L.max(x, 1, out=(L.empty(0), L.empty(0)))", "L.max(x, 1, out=(L.empty(0),))", "L.max(x, out=L.empty(3))",
+    "L.max(x, out=L.empty(0, dtype=L.float64))", "L.max(x, out=L.empty(0, dtype=L.int64))",
+    "L.min(x, y, out=L.empty(0, dtype=L.float64))", "L.max(x, y, out=L.empty(0, dtype=L.int64))",
+    "L.max(i, 1, out=(L.empty(0), L.empty(0, dtype=L.int64)))",
+    "L.max(x.requires_grad_(), 1, out=(L.empty(0), L.empty(0, dtype=L.int64)))",
+]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("call", MAX_MIN_OUT)
+def test_max_min_out_matches_torch(call):
+    from oracle import require_torch
+    torch = require_torch()
+
+    def run(L):
+        env = _out_env(L)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            try:
+                r = eval(call, env)  # noqa: S307
+            except Exception as e:  # noqa: BLE001
+                return ("error", type(e).__name__, str(e).split(":")[0])
+        outs = tuple(r) if isinstance(r, tuple) else (r,)
+        return (type(r).__name__, [(tuple(t.shape), str(t.dtype).split(".")[-1], t.tolist())
+                                                         for t in outs], len(w))
+    assert run(cl) == run(torch)
 
 
 def test_op_out_must_be_a_tensor():

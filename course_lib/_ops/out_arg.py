@@ -223,10 +223,52 @@ def _tensor_inputs(op, args: tuple) -> list:
     return ts
 
 
+def _max_min_out(op, args: tuple, out):
+    """``max``/``min`` with ``out=``: a (values, indices) pair of tensors for ``max(x, dim)``, one tensor for
+    ``max(x)`` (castable from the input's dtype) and for ``max(x, other)`` (``maximum``'s rule)."""
+    name = op.name
+    self, dim = args[0], args[1]
+    if dim is None or isinstance(dim, TensorBase):
+        if not isinstance(out, TensorBase):
+            raise TypeError(f"{name}(): argument 'out' must be Tensor, not {_tp_name(out)}")
+        check_out(out, name, name, (self, dim))
+        r = dispatch(op, args)
+        if dim is None and not _can_cast(r.dtype, out.dtype):
+            raise RuntimeError("Expected canCast( typeMetaToScalarType(self.dtype()), "
+                               "typeMetaToScalarType(out.dtype())) to be true, but got false.  (Could this error "
+                               "message be improved?  If so, please report an enhancement request to PyTorch.)")
+        _cast(op, r, out, (self,))
+        write_out(out, r, DEPRECATED_RESIZE)
+        return out
+    if not isinstance(out, (tuple, list)) or not all(isinstance(t, TensorBase) for t in out):
+        raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, int, "
+                        f"out={type(out).__name__}), but expected one of: (Tensor input, int dim, "
+                        f"bool keepdim = False, *, tuple of Tensors out = None)")
+    if len(out) != 2:
+        raise TypeError(f"expected tuple of 2 elements but got {len(out)}")
+    values, indices = out
+    check_out(values, name, name, (self,))
+    r = dispatch(op, args)
+    _expected(op, r[0], values, (self,))
+    _long_out(op, indices)
+    write_out(values, r[0], DEPRECATED_RESIZE)
+    write_out(indices, r[1], DEPRECATED_RESIZE)
+    cls = _OUT_RETURN_TYPES.get(name)
+    if cls is None:  # torch.return_types.max_out, made on first use (reductions imports the Tensor class)
+        from .reductions import _return_type
+        cls = _OUT_RETURN_TYPES[name] = _return_type(f"{name}_out")
+    return cls(values, indices)
+
+
+_OUT_RETURN_TYPES: dict = {}
+
+
 def call_with_out(op, args: tuple, out):
     """``op(*args, out=out)``: PyTorch's checks for the ``.out`` overload, the op through the dispatcher, then
     ``out`` resized (with the deprecation warning if it had elements) and written; returns ``out``."""
     name = op.name
+    if name == "max" or name == "min":
+        return _max_min_out(op, args, out)
     if not isinstance(out, TensorBase):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {_tp_name(out)}")
     pre = _PRE_CHECK.get(name)

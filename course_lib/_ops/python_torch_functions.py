@@ -1011,12 +1011,14 @@ def matmul(self, other, *, out=None):
     return _call_with_out(_OPS["matmul"], (self, other), out)
 
 
-def max(self, dim=None, keepdim=False):
+def max(self, dim=None, keepdim=False, *, out=None):
     """Largest element; with ``dim``, a (values, indices) pair; ``max(a, b)`` is ``maximum``.
 
     Schema: max(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
     """
-    return _dispatch(_OPS["max"], (self, dim, keepdim))
+    if out is None:
+        return _dispatch(_OPS["max"], (self, dim, keepdim))
+    return _call_with_out(_OPS["max"], (self, dim, keepdim), out)
 
 
 def maximum(self, other, *, out=None):
@@ -1047,12 +1049,14 @@ def median(self, dim=None, keepdim=False):
     return _dispatch(_OPS["median"], (self, dim, keepdim))
 
 
-def min(self, dim=None, keepdim=False):
+def min(self, dim=None, keepdim=False, *, out=None):
     """Smallest element; with ``dim``, a (values, indices) pair; ``min(a, b)`` is ``minimum``.
 
     Schema: min(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
     """
-    return _dispatch(_OPS["min"], (self, dim, keepdim))
+    if out is None:
+        return _dispatch(_OPS["min"], (self, dim, keepdim))
+    return _call_with_out(_OPS["min"], (self, dim, keepdim), out)
 
 
 def minimum(self, other, *, out=None):

@@ -47,7 +47,7 @@ OUT_OVERLOADS = frozenset({
     "logical_xor", "lt", "maximum", "minimum", "mul", "ne", "neg", "pow", "reciprocal", "remainder", "round",
     "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "sub", "tan", "tanh", "trunc", "where",
     # reductions
-    "all", "amax", "amin", "any", "argmax", "argmin", "cumsum", "logsumexp", "mean", "prod", "sum",
+    "all", "amax", "amin", "any", "argmax", "argmin", "cumsum", "logsumexp", "max", "mean", "min", "prod", "sum",
     # linear algebra, joins, indexing, the rest
     "addmm", "bmm", "dot", "matmul", "mm", "mv", "cat", "stack", "hstack", "vstack", "dstack", "column_stack",
     "outer", "kron", "gather", "index_select", "scatter", "scatter_add", "scatter_reduce", "index_add",
