@@ -607,3 +607,30 @@ def test_new_modules_init_distributions(torch):
             if a.size >= 500:  # max |w|: the bound of a uniform init, a few std of a normal one
                 ma, mb = np.abs(a).max(), np.abs(b).max()
                 assert abs(ma - mb) <= 0.25 * mb, (type(mc).__name__, name, ma, mb)
+
+
+def test_transformer_encoder(torch):
+    import warnings
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 5, 8))
+    pad = [[False] * 3 + [True] * 2, [False] * 5]
+    for kw, train in (({"batch_first": True}, False), ({"batch_first": True}, True), ({"norm_first": True}, False),
+                      ({"nhead": 1, "batch_first": True}, False)):
+        res = []
+        for m in (torch, cl):
+            kw_m = {"d_model": 8, "nhead": 2, "dim_feedforward": 16, "dropout": 0.0, **kw}
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                enc = m.nn.TransformerEncoder(m.nn.TransformerEncoderLayer(**kw_m), 2, norm=m.nn.LayerNorm(8))
+            enc = enc.double().train(train)
+            det_src = m.tensor(x if kw.get("batch_first") else x.transpose(1, 0, 2))
+            if m is torch:
+                sd = enc.state_dict()
+            else:
+                enc.load_state_dict({k: cl.tensor(v.numpy()) for k, v in sd.items()})
+            with m.no_grad(), warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*nested tensors is in prototype")
+                out = enc(det_src, src_key_padding_mask=m.tensor(pad))
+            res.append((out, [str(x.message) for x in w]))
+        close(res[1][0], res[0][0], rtol=1e-10, atol=1e-12)
+        assert res[1][1] == res[0][1], kw

@@ -1,15 +1,20 @@
-"""``TransformerEncoderLayer`` (``torch/nn/modules/transformer.py``): self-attention and a feed-forward block,
-each with a residual connection and a LayerNorm (after the sum, or before the block with ``norm_first``)."""
+"""``TransformerEncoderLayer`` and ``TransformerEncoder`` (``torch/nn/modules/transformer.py``): self-attention
+and a feed-forward block, each with a residual connection and a LayerNorm (after the sum, or before the block
+with ``norm_first``); the encoder is a stack of copies of one layer."""
 from __future__ import annotations
 
+import copy
+import warnings
+
 from .. import functional as F
-from .activation import MultiheadAttention
+from .activation import GELU, MultiheadAttention, ReLU
+from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
 from .module import Module
 from .normalization import LayerNorm
 
-__all__ = ["TransformerEncoderLayer"]
+__all__ = ["TransformerEncoder", "TransformerEncoderLayer"]
 
 
 def _get_activation_fn(activation: str):
@@ -45,6 +50,13 @@ class TransformerEncoderLayer(Module):
         self.dropout2 = Dropout(dropout)
         if isinstance(activation, str):
             activation = _get_activation_fn(activation)
+        # 1: relu, 2: gelu, 0: another function (PyTorch's fast paths take only the first two)
+        if activation is F.relu or isinstance(activation, ReLU):
+            self.activation_relu_or_gelu = 1
+        elif activation is F.gelu or isinstance(activation, GELU):
+            self.activation_relu_or_gelu = 2
+        else:
+            self.activation_relu_or_gelu = 0
         self.activation = activation
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
@@ -65,3 +77,77 @@ class TransformerEncoderLayer(Module):
     def _ff_block(self, x):
         x = self.linear2(self.dropout(self.activation(self.linear1(x))))
         return self.dropout2(x)
+
+
+def _why_not_nested(layer) -> str:
+    """Why PyTorch would not run this encoder on nested tensors ('' if it would), as its warning words it."""
+    enc = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{enc} was not TransformerEncoderLayer"
+    if layer.norm_first:
+        return f"{enc}.norm_first was True"
+    if not layer.self_attn.batch_first:
+        return f"{enc}.self_attn.batch_first was not True(use batch_first for better inference performance)"
+    if not layer.self_attn._qkv_same_embed_dim:
+        return f"{enc}.self_attn._qkv_same_embed_dim was not True"
+    if layer.self_attn.in_proj_bias is None:
+        return f"{enc}.self_attn was passed bias=False"
+    if not layer.activation_relu_or_gelu:
+        return f"{enc}.activation_relu_or_gelu was not True"
+    if layer.norm1.eps != layer.norm2.eps:
+        return f"{enc}.norm1.eps was not equal to {enc}.norm2.eps"
+    if layer.self_attn.num_heads % 2 == 1:
+        return f"{enc}.self_attn.num_heads is odd"
+    return ""
+
+
+class TransformerEncoder(Module):
+    """``num_layers`` copies of ``encoder_layer`` applied in turn, then ``norm`` if given.
+
+    As PyTorch's inference path on nested tensors does (eval mode, no gradient, a left-aligned
+    ``src_key_padding_mask`` and no ``mask``), the padded positions of the output are zeros (before ``norm``).
+    """
+
+    def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm: Module | None = None,
+                 enable_nested_tensor: bool = True, mask_check: bool = True):
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+        self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = enable_nested_tensor
+        self.mask_check = mask_check
+        why_not = _why_not_nested(encoder_layer)
+        if enable_nested_tensor and why_not:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why_not}",
+                          stacklevel=2)
+            self.use_nested_tensor = False
+
+    def _pads_zeroed(self, src, mask, src_key_padding_mask) -> bool:
+        """Whether PyTorch would take its nested-tensor path (whose output is 0 at padded positions)."""
+        from ...autograd.grad_mode import is_grad_enabled
+        if not self.use_nested_tensor or self.layers[0].training or src.dim() != 3:
+            return False
+        if src_key_padding_mask is None or mask is not None:
+            return False
+        keep = (~src_key_padding_mask.bool()).numpy() if src.device.type != "meta" else None
+        if self.mask_check and (keep is None or not (keep[:, 1:] <= keep[:, :-1]).all()):
+            return False  # not left-aligned
+        first = self.layers[0]
+        weights = (first.self_attn.in_proj_weight, first.self_attn.in_proj_bias, first.self_attn.out_proj.weight,
+                   first.self_attn.out_proj.bias, first.norm1.weight, first.norm1.bias, first.norm2.weight,
+                   first.norm2.bias, first.linear1.weight, first.linear1.bias, first.linear2.weight,
+                   first.linear2.bias)
+        return not (is_grad_enabled() and any(t is not None and t.requires_grad for t in (src, *weights)))
+
+    def forward(self, src, mask=None, src_key_padding_mask=None, is_causal: bool | None = None):
+        zero_pads = self._pads_zeroed(src, mask, src_key_padding_mask)
+        output = src
+        for mod in self.layers:
+            output = mod(output, src_mask=mask, is_causal=bool(is_causal),
+                         src_key_padding_mask=src_key_padding_mask)
+        if zero_pads:
+            output = output.masked_fill(src_key_padding_mask.bool().unsqueeze(-1), 0.0)
+        if self.norm is not None:
+            output = self.norm(output)
+        return output
