@@ -729,13 +729,16 @@ def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     return avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), ceil_mode, count_include_pad).squeeze(-2)
 
 
-def _source_index(out_size: int, in_size: int, scale: float | None, align_corners: bool, nearest: bool):
-    """Each output position's source coordinate along one dim (numpy), as PyTorch's upsample kernels compute it."""
+def _source_index(out_size: int, in_size: int, scale: float | None, align_corners: bool, nearest: str | None):
+    """Each output position's source coordinate along one dim (numpy), as PyTorch's upsample kernels compute it
+    (``nearest``: 'nearest' floors dst * ratio, 'nearest-exact' floors (dst + 0.5) * ratio, in float32)."""
     import numpy as np
     dst = np.arange(out_size, dtype=np.float64)
     if nearest:
-        ratio = in_size / out_size if scale is None else 1.0 / scale
-        return np.minimum(np.floor(dst.astype(np.float32) * np.float32(ratio)).astype(np.int64), in_size - 1)
+        ratio = np.float32(in_size / out_size if scale is None else 1.0 / scale)
+        offset = np.float32(0.5 if nearest == "nearest-exact" else 0.0)
+        src = np.floor((dst.astype(np.float32) + offset) * ratio).astype(np.int64)
+        return np.minimum(src, in_size - 1)
     if align_corners:
         ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
         return dst * ratio
@@ -745,8 +748,9 @@ def _source_index(out_size: int, in_size: int, scale: float | None, align_corner
 
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest", align_corners: bool | None = None,
                 recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:
-    """Resize the spatial dims (all but the first two): ``'nearest'`` (any of 1-3 spatial dims), ``'linear'``
-    (3-d input) or ``'bilinear'`` (4-d input), by gathering source rows (``index_select``) and blending them."""
+    """Resize the spatial dims (all but the first two): ``'nearest'`` / ``'nearest-exact'`` (any of 1-3 spatial
+    dims), ``'linear'`` (3-d input) or ``'bilinear'`` (4-d input) by gathering source rows (``index_select``) and
+    blending them; ``'area'`` (4-d input) is ``adaptive_avg_pool2d``."""
     from .. import tensor as _tensor
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
@@ -779,21 +783,24 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if antialias:
         raise NotImplementedError("course_lib's interpolate has no antialias")
     linear_modes = {"linear": 1, "bilinear": 2}
-    if mode == "nearest":
+    if mode in ("nearest", "nearest-exact"):
         out = input
         for i in range(dim):
-            idx = _source_index(out_sizes[i], input.shape[i + 2], scales[i], False, True)
+            idx = _source_index(out_sizes[i], input.shape[i + 2], scales[i], False, mode)
             out = out.index_select(i + 2, _tensor(idx, device=input.device))
         return out
+    if mode == "area" and dim == 2:
+        return adaptive_avg_pool2d(input, out_sizes)
     if mode not in linear_modes:
-        raise NotImplementedError(f"course_lib's interpolate supports modes nearest, linear and bilinear, not {mode!r}")
+        raise NotImplementedError("course_lib's interpolate supports modes nearest, nearest-exact, linear, bilinear "
+                                  f"and area (4-d input), not {mode!r}")
     if linear_modes[mode] != dim:
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {linear_modes[mode] + 2}D input")
     import numpy as np
     out = input
     for i in range(dim):
         in_size = input.shape[i + 2]
-        src = _source_index(out_sizes[i], in_size, scales[i], align_corners, False)
+        src = _source_index(out_sizes[i], in_size, scales[i], align_corners, None)
         i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
         i1 = np.minimum(i0 + 1, in_size - 1)
         shape = [1] * out.dim()
