@@ -296,3 +296,15 @@ def test_qr_backward_refuses_like_torch(torch, shape, mode):
         return None
     t = run(torch)
     assert t is not None and run(cl) == t
+
+
+def test_det_gradient_at_a_singular_matrix_is_the_cofactor_matrix():
+    # Deliberate difference: at an exactly singular matrix torch 2.13 returns a zero gradient (its own
+    # gradcheck fails there); course_lib returns the cofactor matrix, from the SVD, as finite differences do.
+    from course_lib.autograd import gradcheck
+    x = cl.tensor([[1.0, 2.0], [2.0, 4.0]], dtype=cl.float64, requires_grad=True)
+    cl.linalg.det(x).backward()
+    assert x.grad.reshape(-1).tolist() == pytest.approx([4.0, -2.0, -2.0, 1.0])
+    batch = cl.tensor([[[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 1.0, 5.0]], [[2.0, 1.0, 0.0], [0.0, 3.0, 1.0],
+                                                                          [1.0, 0.0, 1.0]]], dtype=cl.float64)
+    assert gradcheck(cl.linalg.det, (batch.requires_grad_(),))

@@ -1181,10 +1181,24 @@ def _linalg_inv(ctx, g):
 
 @derivative("linalg_det", "LinalgDetBackward0", save={"A": ALL, "result": ALL})
 def _linalg_det(ctx, g):
-    # d det(A) = det(A) tr(A^-1 dA): gradient g det(A) A^-T (A must be invertible: no SVD path for singular A)
+    # d det(A) = tr(adj(A) dA): the gradient is g times the cofactor matrix, det(A) A^-T when A is
+    # invertible; with a singular matrix in the batch, from A = U diag(S) Vh:
+    # cofactors = det(U) det(Vh) U diag(prod_{j != i} S_j) Vh.  (Deliberate difference: torch 2.13 gives
+    # zeros at an exactly singular matrix, which its own gradcheck rejects.)
+    import course_lib as _cl
+
     from .._ops.dispatcher import dispatch as _d
-    inv_t = _d(OPS["linalg_inv"], (ctx.A,)).mT
-    return (g * ctx.result).unsqueeze(-1).unsqueeze(-1) * inv_t
+    A, det = ctx.A, ctx.result
+    if not bool((det == 0).any()):
+        return (g * det).unsqueeze(-1).unsqueeze(-1) * _d(OPS["linalg_inv"], (A,)).mT
+    U, S, Vh = _d(OPS["linalg_svd"], (A, False))
+    sign = _d(OPS["linalg_det"], (U,)) * _d(OPS["linalg_det"], (Vh,))
+    one = _cl.ones(S._shape[:-1] + (1,), dtype=S.dtype)
+    n = S._shape[-1]
+    before = _cl.cat([one, S.narrow(-1, 0, n - 1)], -1).cumprod(-1)            # prod_{j < i} S_j
+    after = _cl.cat([S.narrow(-1, 1, n - 1), one], -1).flip((-1,)).cumprod(-1).flip((-1,))   # prod_{j > i}
+    D = (g * sign).unsqueeze(-1) * before * after
+    return (U * D.unsqueeze(-2)) @ Vh
 
 
 @derivative("linalg_solve", "LinalgSolveExBackward0", save={"A": ALL, "result": ("A",)})
