@@ -13,18 +13,26 @@ The layout is layered by topological depth: a node sits one row below the lowest
 the nodes that use it, so every arrow points upwards.  It is deterministic (the order
 is that of ``next_functions``), so the same graph always gives the same picture.
 
+``make_dot`` is torchviz's function itself (``torchviz/dot.py``): the same walk, node
+shapes, colours and DOT text, returned as a ``graphviz.Digraph`` when the ``graphviz``
+package is installed, else as a :class:`Digraph` of this module with the same ``.source``.
+
 >>> y = (x * w).sum()
 >>> draw_graph(y, params={"x": x, "w": w})       # doctest: +SKIP
 >>> print(to_dot(y))                             # doctest: +SKIP
+>>> print(make_dot(y, params={"x": x, "w": w}).source)   # doctest: +SKIP
 """
 from __future__ import annotations
 
 import heapq
+import re
 from dataclasses import dataclass, field
+from typing import Any, Iterator
 
 from ..autograd.engine import compute_dependencies
 
-__all__ = ["draw_graph", "to_dot", "graph_layout", "GraphNode", "execution_order", "backward_stepper"]
+__all__ = ["draw_graph", "to_dot", "graph_layout", "GraphNode", "execution_order", "backward_stepper", "make_dot",
+           "Digraph"]
 
 
 @dataclass
@@ -256,3 +264,214 @@ def backward_stepper(tensor, params: dict | None = None, figsize: tuple | None =
     slider.observe(redraw, names="value")
     redraw()
     return widgets.VBox([slider, out])
+
+
+# -- make_dot: torchviz's picture ----------------------------------------------------------------------
+
+_DOT_ID = re.compile(r"([a-zA-Z_][a-zA-Z0-9_]*|-?(\.[0-9]+|[0-9]+(\.[0-9]*)?))$")
+_DOT_HTML = re.compile(r"<.*>$", re.DOTALL)
+_DOT_QUOTE = re.compile(r"(?P<escaped_backslashes>(?:\\{2})*)\\?(?P<literal_quote>\")")
+_DOT_KEYWORDS = {"node", "edge", "graph", "digraph", "subgraph", "strict"}
+
+
+def _quote(identifier: str) -> str:
+    """A DOT identifier, quoted when it has to be (graphviz's ``quoting.quote``)."""
+    if _DOT_HTML.match(identifier):
+        return identifier
+    if not _DOT_ID.match(identifier) or identifier.lower() in _DOT_KEYWORDS:
+        return '"' + _DOT_QUOTE.sub(r"\g<escaped_backslashes>\\\g<literal_quote>", identifier) + '"'
+    return identifier
+
+
+def _attr_list(label: str | None = None, attrs: dict | None = None) -> str:
+    """`` [label=... key=value ...]`` with the keys sorted, or ``""`` (graphviz's ``attr_list``)."""
+    items = [f"label={_quote(label)}"] if label is not None else []
+    items += [f"{_quote(k)}={_quote(v)}" for k, v in sorted((attrs or {}).items()) if v is not None]
+    return f" [{' '.join(items)}]" if items else ""
+
+
+class Digraph:
+    """The part of ``graphviz.Digraph`` that :func:`make_dot` uses, for when graphviz is not installed.
+
+    ``source`` is the same DOT text graphviz 0.21 writes; render it with ``dot -Tsvg`` or paste it
+    into any Graphviz viewer.  Nothing is rendered here (no ``_repr_svg_``), so a notebook shows the repr.
+    """
+
+    def __init__(self, node_attr: dict | None = None, graph_attr: dict | None = None) -> None:
+        self.node_attr = dict(node_attr or {})
+        self.graph_attr = dict(graph_attr or {})
+        self.edge_attr: dict = {}
+        self.body: list[str] = []
+
+    def node(self, name: str, label: str | None = None, **attrs: str) -> None:
+        """Add a node ``name`` (its caption ``label``)."""
+        self.body.append(f"\t{_quote(name)}{_attr_list(label, attrs)}\n")
+
+    def edge(self, tail_name: str, head_name: str, **attrs: str) -> None:
+        """Add an arrow ``tail_name -> head_name``."""
+        self.body.append(f"\t{_quote(tail_name)} -> {_quote(head_name)}{_attr_list(None, attrs)}\n")
+
+    def __iter__(self) -> Iterator[str]:
+        yield "digraph {\n"
+        for kw in ("graph", "node", "edge"):
+            attrs = getattr(self, f"{kw}_attr")
+            if attrs:
+                yield f"\t{kw}{_attr_list(None, attrs)}\n"
+        yield from self.body
+        yield "}\n"
+
+    @property
+    def source(self) -> str:
+        """The DOT text."""
+        return "".join(self)
+
+    def __str__(self) -> str:
+        return self.source
+
+
+def _new_digraph(node_attr: dict, graph_attr: dict):
+    try:
+        from graphviz import Digraph as GraphvizDigraph
+    except ImportError:
+        return Digraph(node_attr=node_attr, graph_attr=graph_attr)
+    return GraphvizDigraph(node_attr=node_attr, graph_attr=graph_attr)
+
+
+def _is_tensor(x: Any) -> bool:
+    # duck-typed so that make_dot also draws real torch tensors (the tests compare the two)
+    return hasattr(x, "grad_fn") and hasattr(x, "requires_grad") and hasattr(x, "size")
+
+
+def _saved_attributes(fn) -> list[str]:
+    """The ``_saved_<name>`` attributes of a node, sorted as ``dir()`` lists them."""
+    names = {a for a in dir(fn) if a.startswith("_saved_")}
+    saved = getattr(fn, "_saved", None)   # course_lib's nodes answer _saved_<name> from this dict
+    # (a custom Function's node keeps ctx.save_for_backward's tensors there too: like PyTorch's, it
+    # shows them as saved_tensors only)
+    if isinstance(saved, dict) and not hasattr(type(fn), "saved_tensors"):
+        names.update(f"_saved_{k}" for k in saved if not k.startswith("_"))
+    return sorted(names)
+
+
+def _fn_name(fn, show_attrs: bool, max_attr_chars: int) -> str:
+    name = type(fn).__name__
+    if not show_attrs:
+        return name
+    attrs = {}
+    for attr in _saved_attributes(fn):
+        val = getattr(fn, attr)
+        attr = attr[len("_saved_"):]
+        if _is_tensor(val):
+            attrs[attr] = "[saved tensor]"
+        elif isinstance(val, tuple) and any(_is_tensor(t) for t in val):
+            attrs[attr] = "[saved tensors]"
+        else:
+            attrs[attr] = str(val)
+    if not attrs:
+        return name
+    max_attr_chars = max(max_attr_chars, 3)
+    col1 = max(len(k) for k in attrs)
+    col2 = min(max(len(v) for v in attrs.values()), max_attr_chars)
+    sep = "-" * max(col1 + col2 + 2, len(name))
+    rows = (f"%-{col1}s: %{col2}s" % (k, v[:col2 - 3] + "..." if len(v) > col2 else v) for k, v in attrs.items())
+    return name + "\n" + sep + "\n" + "\n".join(rows)
+
+
+def make_dot(var, params: dict | None = None, show_attrs: bool = False, show_saved: bool = False,
+             max_attr_chars: int = 50):
+    """torchviz's ``make_dot``: the backward graph of ``var`` (a tensor or a tuple of them) as Graphviz.
+
+    Walks ``var.grad_fn`` and each node's ``next_functions`` depth first, as torchviz does:
+
+    * grey boxes are backward nodes, labelled with their class (``AddmmBackward0``);
+    * lightblue boxes are the leaves that will receive ``.grad`` (``AccumulateGrad.variable``),
+      labelled ``name\\n (shape)`` with the name from ``params`` (``dict(model.named_parameters())``);
+    * the output is darkolivegreen1; if it is a view, its base is darkolivegreen3 (dotted arrow);
+    * orange boxes are saved tensors: always for custom ``Function``s (``saved_tensors``), and for
+      built-in nodes with ``show_saved=True``; ``show_attrs=True`` lists each node's saved values.
+
+    Node names are ``str(id(obj))``, as in torchviz.  Returns a ``graphviz.Digraph`` when the
+    graphviz package is installed, else a :class:`Digraph`; either has ``.source`` (the DOT text).
+    """
+    if params is not None:
+        if not all(_is_tensor(p) for p in params.values()):
+            raise TypeError("make_dot: params must map names to tensors")
+        param_map = {id(v): k for k, v in params.items()}
+    else:
+        param_map = {}
+    node_attr = dict(style="filled", shape="box", align="left", fontsize="10", ranksep="0.1", height="0.2",
+                     fontname="monospace")
+    dot = _new_digraph(node_attr, dict(size="12,12"))
+    seen: set[int] = set()
+    alive: list = []   # saved values are unpacked into new objects: keep them so that no id is reused
+
+    def mark(obj) -> None:
+        seen.add(id(obj))
+        alive.append(obj)
+
+    def var_name(t, name: str | None = None) -> str:
+        if not name:
+            name = param_map.get(id(t), "")
+        return "%s\n (%s)" % (name, ", ".join("%d" % v for v in t.size()))
+
+    def visit(fn) -> Iterator:
+        """torchviz's ``add_nodes(fn)``; yields each next function to walk before going on."""
+        if show_saved:
+            for attr in _saved_attributes(fn):
+                val = getattr(fn, attr)
+                mark(val)
+                attr = attr[len("_saved_"):]
+                if _is_tensor(val):
+                    dot.edge(str(id(fn)), str(id(val)), dir="none")
+                    dot.node(str(id(val)), var_name(val, attr), fillcolor="orange")
+                if isinstance(val, tuple):
+                    for i, t in enumerate(val):
+                        if _is_tensor(t):
+                            dot.edge(str(id(fn)), str(id(t)), dir="none")
+                            dot.node(str(id(t)), var_name(t, f"{attr}[{i}]"), fillcolor="orange")
+        if hasattr(fn, "variable"):   # AccumulateGrad: the leaf it accumulates into
+            leaf = fn.variable
+            mark(leaf)
+            dot.node(str(id(leaf)), var_name(leaf), fillcolor="lightblue")
+            dot.edge(str(id(leaf)), str(id(fn)))
+        dot.node(str(id(fn)), _fn_name(fn, show_attrs, max_attr_chars))
+        for u, _ in getattr(fn, "next_functions", ()):
+            if u is not None:
+                dot.edge(str(id(u)), str(id(fn)))
+                yield u
+        for t in getattr(fn, "saved_tensors", ()) if hasattr(fn, "saved_tensors") else ():
+            mark(t)
+            dot.edge(str(id(t)), str(id(fn)), dir="none")
+            dot.node(str(id(t)), var_name(t), fillcolor="orange")
+
+    def add_nodes(root) -> None:
+        # depth first with an explicit stack, so that deep graphs (long RNNs) do not hit the recursion limit
+        if id(root) in seen:
+            return
+        mark(root)
+        stack = [visit(root)]
+        while stack:
+            u = next(stack[-1], None)
+            if u is None:
+                stack.pop()
+            elif id(u) not in seen:
+                mark(u)
+                stack.append(visit(u))
+
+    def add_base_tensor(t, color: str = "darkolivegreen1") -> None:
+        if id(t) in seen:
+            return
+        mark(t)
+        dot.node(str(id(t)), var_name(t), fillcolor=color)
+        if t.grad_fn:
+            add_nodes(t.grad_fn)
+            dot.edge(str(id(t.grad_fn)), str(id(t)))
+        if t._is_view():
+            add_base_tensor(t._base, color="darkolivegreen3")
+            dot.edge(str(id(t._base)), str(id(t)), style="dotted")
+
+    for v in (var if isinstance(var, tuple) else (var,)):
+        add_base_tensor(v)
+    size = max(12, len(dot.body) * 0.15)   # torchviz's resize_graph
+    dot.graph_attr.update(size=f"{size},{size}")
+    return dot
