@@ -638,3 +638,40 @@ def test_transformer_encoder(torch):
             res.append((out, [str(x.message) for x in w]))
         close(res[1][0], res[0][0], rtol=1e-10, atol=1e-12)
         assert res[1][1] == res[0][1], kw
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag(torch, mode):
+    w = np.random.default_rng(6).standard_normal((10, 3))
+    calls = [  # (input, offsets, kwargs)
+        ([1, 2, 4, 5, 4, 3, 2, 9, 0, 0], [0, 4, 4, 7], {}),
+        ([1, 2, 4, 5, 4, 3, 2, 9, 0, 0], [0, 4, 4, 7, 10], {"include_last_offset": True, "padding_idx": 4}),
+        ([[1, 2, 4], [4, 4, 4], [0, 9, 9]], None, {"padding_idx": -6}),
+        ([[1, 2, 4], [4, 4, 4], [0, 9, 9]], None, {}),
+    ]
+    for i, (inp, offs, kw) in enumerate(calls):
+        res = []
+        for m in (torch, cl):
+            weight = m.tensor(w, requires_grad=True)
+            psw = m.tensor(np.linspace(-1, 1, np.size(inp)).reshape(np.shape(inp)), requires_grad=True)
+            bag = m.nn.EmbeddingBag(10, 3, mode=mode, _weight=weight.detach().clone(), **kw)
+            args = (m.tensor(inp), None if offs is None else m.tensor(offs))
+            out = m.nn.functional.embedding_bag(args[0], weight, args[1], mode=mode, **kw,
+                                                per_sample_weights=psw if mode == "sum" else None)
+            (out * m.tensor(np.arange(out.numel(), dtype=float).reshape(out.shape))).sum().backward()
+            res.append([out, weight.grad, psw.grad if mode == "sum" else m.zeros(1), bag(*args)])
+        for a, b in zip(res[1], res[0]):
+            close(a, b, rtol=1e-12, atol=1e-12)
+    F_t, F_c = torch.nn.functional, cl.nn.functional
+    errors = [
+        lambda m, F: F.embedding_bag(m.tensor([[1, 2]]), m.ones(5, 2), m.tensor([0])),
+        lambda m, F: F.embedding_bag(m.tensor([1, 2]), m.ones(5, 2)),
+        lambda m, F: F.embedding_bag(m.tensor([1, 2]), m.ones(5, 2), m.tensor([0]), mode="avg"),
+        lambda m, F: F.embedding_bag(m.tensor([1, 2]), m.ones(5, 2), m.tensor([0]), mode="mean",
+                                     per_sample_weights=m.ones(2)),
+        lambda m, F: F.embedding_bag(m.tensor([1, 2]), m.ones(5, 2), m.tensor([0]), per_sample_weights=m.ones(3)),
+        lambda m, F: m.nn.EmbeddingBag(5, 2, padding_idx=5),
+        lambda m, F: repr(m.nn.EmbeddingBag(5, 2, mode="max", padding_idx=-1, max_norm=1.0)),
+    ]
+    for i, case in enumerate(errors):
+        assert outcome(lambda: case(cl, F_c)) == outcome(lambda: case(torch, F_t)), i

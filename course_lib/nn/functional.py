@@ -28,7 +28,7 @@ __all__ = [
     "pad", "flatten", "normalize", "softplus", "elu", "hardtanh", "relu6", "logsigmoid", "smooth_l1_loss",
     "batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "dropout2d", "prelu", "huber_loss",
     "kl_div", "max_pool1d", "avg_pool1d", "interpolate", "upsample", "conv_transpose2d",
-    "scaled_dot_product_attention",
+    "scaled_dot_product_attention", "embedding_bag",
 ]
 
 
@@ -363,6 +363,100 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         with no_grad():
             _op("embedding_renorm_", weight, input, max_norm, norm_type)
     return _op("embedding", weight, input, padding_idx, scale_grad_by_freq, sparse)
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm: float | None = None,
+                  norm_type: float = 2, scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """The sum, mean or max of the embedding rows of each bag, without materialising each bag separately.
+
+    Bags: the rows of a 2-d ``input``, or the slices of a 1-d ``input`` starting at ``offsets``.  ``padding_idx``
+    entries are left out of their bag; an empty bag gives zeros.  Sum and mean are one matrix product of a
+    (bags x entries) weighting matrix with the looked-up rows; max gathers each bag into a padded row and takes
+    its ``amax``.  (PyTorch has a dedicated ``embedding_bag`` kernel; the values and gradients are the same.)
+    """
+    import numpy as np
+
+    from .. import tensor as _tensor
+    if weight.dtype is _dtype.int64 and input.is_floating_point():
+        _warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage `embedding_bag(weight, input, "
+                       "...)` is deprecated, and should now be `embedding_bag(input, weight, ...)`.", stacklevel=2)
+        weight, input = input, weight
+    if per_sample_weights is not None and input.shape != per_sample_weights.shape:
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it must "
+                         f"have the same shape as the input ({input.shape})".replace("course_lib.Size", "torch.Size"))
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             f"fixed length sequences. However, found offsets of type {type(offsets)}"
+                             .replace("course_lib._tensor", "torch"))
+        n_bags, length = input.shape
+        fixed_length = length > 0
+        starts = np.arange(0, input.numel(), max(length, 1))[:n_bags]
+        include_last_offset = False
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.dim() == 1:
+        fixed_length = False
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        starts = offsets.numpy().astype(np.int64)
+        if include_last_offset:
+            starts = starts[:-1]
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+                                  "GitHub.")
+    if sparse or scale_grad_by_freq:
+        raise NotImplementedError("course_lib's embedding_bag has no sparse gradients and no scale_grad_by_freq")
+    rows = embedding(input, weight, max_norm=max_norm, norm_type=norm_type)      # (entries, dim)
+    if fixed_length and padding_idx is None:  # equal bags, all entries kept: a reduction over a reshape
+        if per_sample_weights is not None:
+            rows = rows * per_sample_weights.unsqueeze(-1)
+        rows = rows.reshape(n_bags, length, weight.shape[1])
+        return rows.sum(1) if mode == "sum" else rows.mean(1) if mode == "mean" else rows.amax(1)
+    idx = input.numpy().astype(np.int64)
+    n, n_bags = idx.shape[0], starts.shape[0]
+    bag = np.searchsorted(starts, np.arange(n), side="right") - 1                  # each entry's bag
+    keep = bag >= 0
+    if padding_idx is not None:
+        keep &= idx != (padding_idx if padding_idx >= 0 else weight.shape[0] + padding_idx)
+    if mode == "max":
+        counts = np.bincount(bag[keep], minlength=n_bags)
+        width = max(int(counts.max(initial=0)), 1)
+        slot = np.zeros((n_bags, width), np.int64)
+        filled = np.zeros((n_bags, width), bool)
+        pos = np.flatnonzero(keep)  # the kept entries, bag by bag: the rank within a bag is a running count
+        rank = np.arange(pos.shape[0]) - np.concatenate(([0], np.cumsum(counts)))[bag[pos]]
+        slot[bag[pos], rank] = pos
+        filled[bag[pos], rank] = True
+        gathered = rows.index_select(0, _tensor(slot.reshape(-1), device=rows.device)).reshape(n_bags, width, -1)
+        mask = _tensor(~filled, device=rows.device).unsqueeze(-1)
+        out = gathered.masked_fill(mask, float("-inf")).amax(1)
+        return out.masked_fill(_tensor(counts == 0, device=rows.device).unsqueeze(-1), 0.0)
+    matrix = np.zeros((n_bags, n), dtype=weight.dtype.np)
+    matrix[bag[keep], np.flatnonzero(keep)] = 1.0
+    if mode == "mean":
+        counts = matrix.sum(1, keepdims=True)
+        matrix = matrix / np.maximum(counts, 1)
+    bags = _tensor(matrix, device=rows.device)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.unsqueeze(-1)
+    return bags.matmul(rows)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
