@@ -133,6 +133,9 @@ MODULES = [
     ("LSTM-hx", lambda m: m.nn.LSTM(3, 4), [(5, 2, 3), (1, 2, 4), (1, 2, 4)], "lstm_hx"),
     ("GRU", lambda m: m.nn.GRU(3, 4, num_layers=2, batch_first=True), [(2, 5, 3), (2, 2, 4)], "hx"),
     ("GRU-bi", lambda m: m.nn.GRU(3, 4, bidirectional=True), [(5, 2, 3)], None),
+    ("RNNCell", lambda m: m.nn.RNNCell(3, 4, nonlinearity="relu"), [(2, 3), (2, 4)], "hx"),
+    ("LSTMCell", lambda m: m.nn.LSTMCell(3, 4), [(2, 3), (2, 4), (2, 4)], "lstm_hx"),
+    ("GRUCell-unbatched", lambda m: m.nn.GRUCell(3, 4, bias=False), [(3,)], None),
     ("MHA", lambda m: m.nn.MultiheadAttention(8, 2), [(4, 2, 8), (5, 2, 8), (5, 2, 8)], "mha"),
     ("MHA-batch-first-masks", lambda m: m.nn.MultiheadAttention(8, 2, batch_first=True), [(2, 4, 8)] * 3,
      "mha_masks"),
@@ -556,7 +559,9 @@ def test_new_modules_repr_and_constructor_checks(torch):
               lambda m: m.nn.LSTM(3, 4, bias=False, dropout=0.5), lambda m: m.nn.GRU(3, 4),
               lambda m: m.nn.MultiheadAttention(8, 2), lambda m: m.nn.TransformerEncoderLayer(8, 2, 16),
               lambda m: m.nn.RNN(3, 0), lambda m: m.nn.GRU(3, 4, bias=1), lambda m: m.nn.LSTM(3.0, 4),
-              lambda m: m.nn.RNN(3, 4, dropout=1.5)]
+              lambda m: m.nn.RNN(3, 4, dropout=1.5), lambda m: m.nn.RNNCell(3, 4, bias=False, nonlinearity="relu"),
+              lambda m: m.nn.LSTMCell(3, 4)(m.ones(2, 2, 3)), lambda m: m.nn.GRUCell(3, 4)(m.ones(3), m.ones(1, 1, 4)),
+              lambda m: m.nn.RNNCell(3, 4, nonlinearity="gelu")(m.ones(3))]
     for i, make in enumerate(makers):
         res = []
         for m in (cl, torch):

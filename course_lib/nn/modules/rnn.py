@@ -20,9 +20,30 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["RNNBase", "RNN", "LSTM", "GRU"]
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+# One time step of each cell, from the input part ``gx`` = W_ih x + b_ih (computed for all steps at once).
+def _rnn_step(gx, h, w_hh, b_hh, relu: bool):
+    pre = gx + F.linear(h, w_hh, b_hh)
+    return pre.relu() if relu else pre.tanh()
+
+
+def _lstm_step(gx, h, c, w_hh, b_hh):
+    i, f, g, o = (gx + F.linear(h, w_hh, b_hh)).chunk(4, -1)
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * c.tanh(), c
+
+
+def _gru_step(gx, h, w_hh, b_hh):
+    xr, xz, xn = gx.chunk(3, -1)
+    hr, hz, hn = F.linear(h, w_hh, b_hh).chunk(3, -1)
+    r = (xr + hr).sigmoid()
+    z = (xz + hz).sigmoid()
+    n = (xn + r * hn).tanh()
+    return n + z * (h - n)
 
 
 class RNNBase(Module):
@@ -190,8 +211,7 @@ class RNN(RNNBase):
                          device=device, dtype=dtype)
 
     def _cell(self, gx, h, c, w_hh, b_hh):
-        pre = gx + F.linear(h, w_hh, b_hh)
-        return (pre.tanh() if self.mode == "RNN_TANH" else pre.relu()), None
+        return _rnn_step(gx, h, w_hh, b_hh, self.mode == "RNN_RELU"), None
 
     def forward(self, input, hx=None):
         return self._forward(input, hx, lstm=False)
@@ -207,9 +227,7 @@ class LSTM(RNNBase):
                          proj_size, device=device, dtype=dtype)
 
     def _cell(self, gx, h, c, w_hh, b_hh):
-        i, f, g, o = (gx + F.linear(h, w_hh, b_hh)).chunk(4, -1)
-        c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-        return o.sigmoid() * c.tanh(), c
+        return _lstm_step(gx, h, c, w_hh, b_hh)
 
     def forward(self, input, hx=None):
         return self._forward(input, hx, lstm=True)
@@ -225,12 +243,101 @@ class GRU(RNNBase):
                          device=device, dtype=dtype)
 
     def _cell(self, gx, h, c, w_hh, b_hh):
-        xr, xz, xn = gx.chunk(3, -1)
-        hr, hz, hn = F.linear(h, w_hh, b_hh).chunk(3, -1)
-        r = (xr + hr).sigmoid()
-        z = (xz + hz).sigmoid()
-        n = (xn + r * hn).tanh()
-        return n + z * (h - n), None
+        return _gru_step(gx, h, w_hh, b_hh), None
 
     def forward(self, input, hx=None):
         return self._forward(input, hx, lstm=False)
+
+
+class RNNCellBase(Module):
+    """One step of a recurrent layer: ``weight_ih`` (gates * hidden_size, input_size), ``weight_hh``,
+    ``bias_ih``, ``bias_hh``, initialised U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) as in PyTorch."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int, device=None, dtype=None):
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        kw = dict(dtype=dtype, device=device)
+        self.weight_ih = Parameter(C.empty((num_chunks * hidden_size, input_size), **kw))
+        self.weight_hh = Parameter(C.empty((num_chunks * hidden_size, hidden_size), **kw))
+        if bias:
+            self.bias_ih = Parameter(C.empty(num_chunks * hidden_size, **kw))
+            self.bias_hh = Parameter(C.empty(num_chunks * hidden_size, **kw))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def extra_repr(self) -> str:
+        s = "{input_size}, {hidden_size}"
+        if "bias" in self.__dict__ and self.bias is not True:
+            s += ", bias={bias}"
+        if "nonlinearity" in self.__dict__ and self.nonlinearity != "tanh":
+            s += ", nonlinearity={nonlinearity}"
+        return s.format(**self.__dict__)
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def _batched(self, input, hx, names: tuple):
+        """Checks; the input and the state(s) with a batch dim; whether the input had one."""
+        name = type(self).__name__
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        states = () if hx is None else (hx if isinstance(hx, tuple) else (hx,))
+        for label, value in zip(names, states):
+            if value.dim() not in (1, 2):
+                raise ValueError(f"{name}: Expected {label} to be 1D or 2D, got {value.dim()}D instead")
+        is_batched = input.dim() == 2
+        if not is_batched:
+            input = input.unsqueeze(0)
+        if hx is None:
+            zeros = C.zeros((input.shape[0], self.hidden_size), dtype=input.dtype, device=input.device)
+            states = (zeros,) * len(names)
+        elif not is_batched:
+            states = tuple(t.unsqueeze(0) for t in states)
+        return input, states, is_batched
+
+
+class RNNCell(RNNCellBase):
+    """h' = tanh(W_ih x + b_ih + W_hh h + b_hh) (or relu)."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
+                 device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, num_chunks=1, device=device, dtype=dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):
+        input, (h,), is_batched = self._batched(input, hx, ("hidden",))
+        if self.nonlinearity not in ("tanh", "relu"):
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+        h = _rnn_step(F.linear(input, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh,
+                      self.nonlinearity == "relu")
+        return h if is_batched else h.squeeze(0)
+
+
+class LSTMCell(RNNCellBase):
+    """One LSTM step: ``forward(input, (h, c))`` returns ``(h', c')``."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, num_chunks=4, device=device, dtype=dtype)
+
+    def forward(self, input, hx=None):
+        input, (h, c), is_batched = self._batched(input, hx, ("hx[0]", "hx[1]"))
+        h, c = _lstm_step(F.linear(input, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh)
+        return (h, c) if is_batched else (h.squeeze(0), c.squeeze(0))
+
+
+class GRUCell(RNNCellBase):
+    """One GRU step."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, num_chunks=3, device=device, dtype=dtype)
+
+    def forward(self, input, hx=None):
+        input, (h,), is_batched = self._batched(input, hx, ("hidden",))
+        h = _gru_step(F.linear(input, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh)
+        return h if is_batched else h.squeeze(0)
