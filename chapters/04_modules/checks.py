@@ -2,13 +2,13 @@
 
 Expected values come from course_lib's library run on the same inputs in the grader: ``nn.Module``
 itself (04.1, 04.2's ``named_parameters``, 04.3's ``load_state_dict``), a global forward hook
-(04.4), ``nn.Linear`` and ``F.linear`` (04.5), ``F.conv2d`` (04.6), ``ResNet._make_layer`` (04.7)
-and ``optim.SGD`` (04.8). Models cannot travel to the kernel, so a probe builds them there from
-a name or a seed (``_random_net``, ``_random_mlp``) and the grader builds the same ones; a failure
-names the seed, and ``course.checks.chapter_checks("04")._random_net(seed)`` rebuilds that model. Probes
-(the functions taking the learner's object first) return plain data: names, shapes, numbers,
-and observations such as the hooks left on a model, the grad mode while it ran, or the lines of
-Python a convolution ran.
+(04.4), ``nn.Linear`` and ``F.linear`` (04.5), ``F.conv2d`` (04.6), ``ResNet._make_layer`` (04.7),
+``optim.SGD`` (04.8), ``Module._apply`` (04.9) and ``optim.Adam``/``optim.AdamW`` (04.10). Models
+cannot travel to the kernel, so a probe builds them there from a name or a seed (``_random_net``,
+``_random_mlp``) and the grader builds the same ones; a failure names the seed, and
+``course.checks.chapter_checks("04")._random_net(seed)`` rebuilds that model. Probes (the functions
+taking the learner's object first) return plain data: names, shapes, numbers, and observations such
+as the hooks left on a model, the grad mode while it ran, or the lines of Python a convolution ran.
 """
 from __future__ import annotations
 
@@ -1033,4 +1033,168 @@ def _sgd_step(rng):
                          expected=_sgd_trajectory(_library_sgd_step, s, seed, set_to_none), compare=_close(1e-4, 1e-5),
                          label=f"4 steps of sgd_step(params, state, {text}){between} -> (values after each step, "
                                "buffers)"))
+    return out
+
+
+# ------------------------------------------------------------------ 04.9 module_apply
+
+
+def _to_double(t):
+    return t.double() if t.is_floating_point() else t
+
+
+def _to_half(t):
+    return t.half() if t.is_floating_point() else t
+
+
+def _all_double(t):
+    return t.double()
+
+
+def _clone(t):
+    return t.clone()
+
+
+#: The conversions 04.9 is checked with, by name (a function cannot travel to the kernel; its name can).
+_APPLY_FNS = {"t.double() if floating": _to_double, "t.half() if floating": _to_half, "t.double()": _all_double,
+              "t.clone()": _clone}
+
+
+def _apply_model(seed: int) -> tuple:
+    """A random module tree with random buffers, gradients on some parameters, None slots, and an SGD over it."""
+    model = _random_net(seed)
+    model.register_buffer("unset", None)
+    model.register_parameter("unset_param", None)
+    r = np.random.default_rng(seed + 1)
+    with cl.no_grad():
+        for _, b in model.named_buffers():
+            if b.is_floating_point():
+                b.copy_(cl.from_numpy(r.standard_normal(tuple(b.shape)).astype(np.float32)))
+        for p in model.parameters():
+            if r.random() < 0.6:
+                p.grad = cl.from_numpy(r.standard_normal(tuple(p.shape)).astype(np.float32))
+    return model, cl.optim.SGD(model.parameters(), lr=0.5)
+
+
+def _tensor_data(t) -> tuple | None:
+    return None if t is None else (t.dtype, _rounded(t))
+
+
+def _apply_probe(module_apply, seed: int, fn_name: str) -> dict:
+    """Probe: the tree after module_apply(model, fn): parameters (dtype, values, requires_grad, same object),
+    grads, buffers, what it returned, and the parameters after an optimizer step built before the call."""
+    model, opt = _apply_model(seed)
+    before = dict(model.named_parameters())
+    returned = module_apply(model, _APPLY_FNS[fn_name])
+    params = dict(model.named_parameters())
+    out = {"returns the module": returned is model,
+           "parameters (dtype, values)": {k: _tensor_data(p) for k, p in params.items()},
+           "still the same Parameter objects": {k: params.get(k) is p for k, p in before.items()},
+           "requires_grad": {k: p.requires_grad for k, p in params.items()},
+           "grads (dtype, values)": {k: _tensor_data(p.grad) for k, p in params.items()},
+           "buffers (dtype, values)": {k: _tensor_data(b) for k, b in model.named_buffers()}}
+    with cl.no_grad():
+        for p in params.values():
+            p.grad = cl.ones_like(p)
+    opt.step()
+    out["after an SGD step (optimizer built before the call)"] = {k: _rounded(p) for k, p in params.items()}
+    return out
+
+
+def _library_module_apply(module, fn):
+    return module._apply(fn)
+
+
+@exercise("04.9", title="module_apply", points=2,
+          hint="recurse into module.children() first; for each parameter p that is not None: under no_grad, "
+               "p.data = fn(p), and if p.grad is not None, p.grad = fn(p.grad); for each buffer that is not None: "
+               "module._buffers[name] = fn(buffer). Never put a new Parameter into _parameters: the optimizer holds "
+               "the old one. Return the module.",
+          forbid={"Module._apply": nn.Module._apply, "Module.to": nn.Module.to, "Module.float": nn.Module.float,
+                  "Module.double": nn.Module.double, "Module.half": nn.Module.half, "Module.type": nn.Module.type})
+def _module_apply(rng):
+    cases = [(3, "t.double() if floating"), (11, "t.half() if floating"), (5, "t.clone()"), (8, "t.double()")]
+    cases += [(_seed(rng), str(rng.choice(list(_APPLY_FNS)))) for _ in range(4)]
+    return [probe(_apply_probe, seed, name, expected=_apply_probe(_library_module_apply, seed, name),
+                  compare=_close(),
+                  label=f"module_apply(_random_net({seed}) with gradients and buffers, lambda t: {name}) -> "
+                        "parameters, grads, buffers, identity, an optimizer step after")
+            for seed, name in cases]
+
+
+# ------------------------------------------------------------------ 04.10 adam_step
+
+
+def _adam_trajectory(adam_step, settings: dict, seed: int, steps: int = 5) -> dict:
+    """Probe: parameter values (a, b, and one that gets no gradient) after each step, and the state at the end."""
+    r = np.random.default_rng(seed)
+    a = nn.Parameter(cl.from_numpy(r.standard_normal((3, 2)).astype(np.float32)))
+    b = nn.Parameter(cl.from_numpy(r.standard_normal(2).astype(np.float32)))
+    frozen = nn.Parameter(cl.from_numpy(r.standard_normal(2).astype(np.float32)))   # never gets a gradient
+    x = cl.from_numpy(r.standard_normal((4, 3)).astype(np.float32))
+    scale = float(r.choice([0.01, 1.0, 30.0]))                                     # the gradients' scale
+    params = [a, b, frozen]
+    state: dict = {}
+    out = {}
+    for step in range(steps):
+        for p in params:
+            p.grad = None
+        loss = (((x @ a + b).tanh() ** 2).sum() + (a * a).sum() * 0.1) * scale
+        loss.backward()
+        adam_step(params, [p.grad for p in params], state, **settings)
+        out[f"after step {step + 1}"] = [_rounded(p) for p in params]
+    final = []
+    for p in params:
+        s = state.get(p) if isinstance(state, dict) else None
+        if not s:
+            final.append(None)
+            continue
+        final.append({"step": float(s["step"]) if "step" in s else None,
+                      **{k: _rounded(s[k]) if k in s else None for k in ("exp_avg", "exp_avg_sq")}})
+    out["state after the last step"] = final
+    return out
+
+
+def _library_adam_step(params, grads, state, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, decoupled=False):
+    """One step of course_lib.optim.Adam (or AdamW), with `state` playing the optimizer's state."""
+    cls = cl.optim.AdamW if decoupled else cl.optim.Adam
+    opt = cls(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+    for p in params:
+        if p in state:
+            opt.state[p] = state[p]
+    opt.step()
+    for p in params:
+        if p in opt.state and opt.state[p]:
+            state[p] = opt.state[p]
+
+
+@exercise("04.10", title="adam_step", points=2,
+          hint="per parameter with a gradient: step += 1; weight decay (g + wd * p, or with decoupled p *= 1 - lr * "
+               "wd); m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2; p -= lr * (m / (1 - b1^step)) / "
+               "(sqrt(v / (1 - b2^step)) + eps). Both corrections use the step count, starting at 1.",
+          forbid={"optim.Adam.step": cl.optim.Adam.step})
+def _adam_step(rng):
+    settings = [
+        dict(lr=0.01),
+        dict(lr=0.05, betas=(0.8, 0.99)),
+        dict(lr=0.02, eps=0.1),
+        dict(lr=0.01, weight_decay=0.1),
+        dict(lr=0.05, weight_decay=0.5, decoupled=True),
+        dict(lr=0.02, betas=(0.5, 0.9), weight_decay=0.3, decoupled=False),
+        dict(lr=0.1, betas=(0.95, 0.9), eps=1e-6, weight_decay=0.2, decoupled=True),
+    ]
+    for _ in range(3):
+        settings.append(dict(lr=round(float(rng.uniform(0.005, 0.1)), 3),
+                             betas=(round(float(rng.uniform(0.5, 0.95)), 2), round(float(rng.uniform(0.9, 0.999)), 3)),
+                             eps=float(rng.choice([1e-8, 1e-3])),
+                             weight_decay=round(float(rng.choice([0.0, rng.uniform(0.05, 0.5)])), 2),
+                             decoupled=bool(rng.integers(0, 2))))
+    out = []
+    for s in settings:
+        seed = _seed(rng)
+        text = ", ".join(f"{k}={v}" for k, v in s.items())
+        out.append(probe(_adam_trajectory, s, seed, expected=_adam_trajectory(_library_adam_step, s, seed),
+                         compare=_close(1e-4, 1e-5),
+                         label=f"5 steps of adam_step(params, grads, state, {text}) (problem seed {seed}) -> "
+                               "(values after each step, state)"))
     return out

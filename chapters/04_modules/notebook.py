@@ -1036,8 +1036,203 @@ def sgd_step(params, state: dict, lr: float, momentum: float = 0.0, dampening: f
 # %% id="ex-04-8-check" tags=["check", "nbval-check-output"] exercise="04.8" points=2
 check("04.8", sgd_step)
 
+# %% [markdown] id="apply-md"
+# ## 10 · Converting a module in place, and freezing it
+#
+# `model.double()`, `model.half()`, `model.to(cl.float64)` and `model.float()` look like four features. They are one
+# method, `Module._apply(fn)`, called with four different `fn`s: it walks the tree (children first) and replaces
+# every parameter, every buffer and every parameter's `.grad` by `fn` of it. `.to(dtype)` converts only floating
+# point tensors (BatchNorm's integer `num_batches_tracked` stays `int64`); `.to(device)` is the same walk with a
+# device copy as `fn`.
+#
+# The detail that matters is *how* a parameter is replaced. The optimizer of section 9 holds references to the
+# `Parameter` objects in its `param_groups`, and its state is keyed by them. If `_apply` put a new `Parameter` in
+# `module._parameters`, an optimizer built before the conversion would go on updating the old tensors, which the
+# model no longer uses, and training would silently stop. So `_apply` keeps the object and swaps what it holds:
+# `param.data = fn(param)`, the same `Parameter`, with new storage, dtype and values. Gradients are converted the
+# same way, so that `p.grad` has `p`'s dtype again. Buffers belong to the module, not to an optimizer:
+# `_apply` simply puts `fn(buf)` back into `module._buffers[name]`.
+
+# %% id="apply-demo"
+cl.manual_seed(0)
+net = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU(), nn.Linear(4, 2))
+opt = cl.optim.SGD(net.parameters(), lr=0.1)
+weight = net[0].weight
+F.mse_loss(net(cl.randn(5, 3)), cl.randn(5, 2)).backward()
+
+net.double()
+print("same Parameter object:", net[0].weight is weight, "| its dtype:", weight.dtype, "| grad:", weight.grad.dtype)
+print("buffers:", {name: b.dtype for name, b in net.named_buffers()})
+print("the optimizer still holds it:", opt.param_groups[0]["params"][0] is net[0].weight)
+
+# %% [markdown] id="freeze-md"
+# **Freezing.** `module.requires_grad_(False)` sets `requires_grad = False` on every parameter of the tree (it
+# is not an `_apply`: no tensor is replaced). Autograd then records nothing for those parameters, `backward()`
+# leaves their `.grad` at `None`, and the optimizer skips them (`sgd_step` skipped a parameter without a gradient
+# too). That is how you fine-tune only the head of a pretrained network. Freezing is not `eval()`: a frozen
+# BatchNorm in training mode still updates its running statistics, and a frozen network still builds a graph
+# for its input if the input requires grad.
+
+# %% id="freeze-demo"
+net.float()
+net[0].requires_grad_(False)                      # freeze the first layer
+print("requires_grad:", {name: p.requires_grad for name, p in net.named_parameters()})
+net.zero_grad()
+F.mse_loss(net(cl.randn(5, 3)), cl.randn(5, 2)).backward()
+print("grads after backward:", {name: p.grad is not None for name, p in net.named_parameters()})
+
+# %% [markdown] id="ex-04-9-task"
+# > **In PyTorch:** `torch/nn/modules/module.py`: `Module._apply` (with `compute_should_use_set_data`, which picks
+# > `param.data = ...`, and `torch.__future__.set_overwrite_module_params_on_conversion`, which would replace the
+# > objects instead), and `to`, `float`, `double`, `half`, `cuda`, `cpu`, `type` and `requires_grad_` beside it.
+#
+# ## Exercise 04.9 · `module_apply` (2 points)
+#
+# Write `module_apply(module, fn)`, `Module._apply` as a function. Return `module`, after:
+#
+# - calling itself on each child (`module.children()`) first;
+# - for each entry of `module._parameters` that is not `None`: computing `fn(param)` under `cl.no_grad()` and
+#   storing it with `param.data = ...`, so that the `Parameter` object (and its `requires_grad`) stays; then, if
+#   `param.grad` is not `None`, replacing it by `fn(param.grad)` (under `no_grad` too);
+# - for each buffer that is not `None`: storing `fn(buffer)` back into `module._buffers` under its name.
+#
+# The check builds random module trees (nested, with buffers, gradients, modules used twice and tied weights) and
+# an SGD optimizer over their parameters, calls your function with several `fn`s, compares every parameter,
+# buffer and gradient (dtype and values) with `Module._apply`'s, checks that each parameter is still the same
+# object, and takes an optimizer step to see that it updates the model. Do not call `Module._apply` or the
+# methods built on it (`to`, `float`, `double`, `half`, `type`).
+#
+# *Hint:* `module._parameters.items()` and `module._buffers.items()` are plain dicts; assigning to
+# `module._buffers[name]` while iterating over `list(module._buffers.items())` is safe.
+
+# %% id="ex-04-9-solution" tags=["solution"] exercise="04.9"
+import course_lib as cl
+
+
+def module_apply(module, fn):
+    """Replace every parameter's data, every grad and every buffer of the tree by fn of it; return module."""
+    ### BEGIN SOLUTION
+    for child in module.children():
+        module_apply(child, fn)
+    for param in module._parameters.values():
+        if param is None:
+            continue
+        with cl.no_grad():
+            param.data = fn(param)
+            if param.grad is not None:
+                param.grad = fn(param.grad)
+    for name, buf in list(module._buffers.items()):
+        if buf is not None:
+            module._buffers[name] = fn(buf)
+    return module
+    ### END SOLUTION
+
+
+# %% id="ex-04-9-check" tags=["check", "nbval-check-output"] exercise="04.9" points=2
+check("04.9", module_apply)
+
+# %% [markdown] id="adam-md"
+# ## 11 · Adam and AdamW
+#
+# SGD moves every parameter by the same multiple of its gradient. **Adam** gives each number its own step size:
+# it keeps two running averages per parameter, of the gradient ($m$, the first moment) and of its square ($v$,
+# the second moment), and divides one by the square root of the other. For step $t = 1, 2, \dots$ with gradient
+# $g$, learning rate $\gamma$ and decay rates $\beta_1, \beta_2$ (`betas`, default `(0.9, 0.999)`):
+#
+# $$m \leftarrow \beta_1 m + (1 - \beta_1)\, g, \qquad v \leftarrow \beta_2 v + (1 - \beta_2)\, g^2,$$
+# $$\hat m = \frac{m}{1 - \beta_1^t}, \qquad \hat v = \frac{v}{1 - \beta_2^t}, \qquad p \leftarrow p - \gamma\, \frac{\hat m}{\sqrt{\hat v} + \epsilon}.$$
+#
+# $m$ and $v$ start at zero, so after one step $m = 0.1\, g$ and $v = 0.001\, g^2$: far too small. Dividing by
+# $1 - \beta^t$, the **bias correction**, undoes exactly that (after the first step $\hat m = g$ and $\hat v = g^2$,
+# so the first update is $\gamma\, g / (|g| + \epsilon)$, a step of about $\gamma$ whatever the gradient's scale);
+# as $t$ grows, $\beta^t \to 0$ and the correction fades.
+#
+# **Weight decay** comes in two kinds. `Adam(weight_decay=λ)` adds $\lambda p$ to the gradient before the
+# moments (L2 regularisation, as SGD does); Adam then divides it by $\sqrt{\hat v}$ like the rest of the
+# gradient, so parameters with large gradients are barely decayed. `AdamW` **decouples** it: before the Adam
+# update it shrinks the parameter directly, $p \leftarrow p\,(1 - \gamma \lambda)$, and the gradient stays the
+# loss's own (Loshchilov and Hutter, *Decoupled Weight Decay Regularization*). `AdamW`'s default `weight_decay`
+# is `0.01`, `Adam`'s is `0`. The state, per parameter, is `step`, `exp_avg` ($m$) and `exp_avg_sq` ($v$).
+
+# %% id="adam-demo"
+cl.manual_seed(0)
+x, y = cl.randn(64, 3), cl.randn(64, 1)
+for name, make in [("SGD", lambda ps: cl.optim.SGD(ps, lr=0.1, momentum=0.9)),
+                   ("Adam", lambda ps: cl.optim.Adam(ps, lr=0.1)),
+                   ("AdamW", lambda ps: cl.optim.AdamW(ps, lr=0.1, weight_decay=0.1))]:
+    cl.manual_seed(1)
+    lin = nn.Linear(3, 1)
+    opt = make(lin.parameters())
+    losses = []
+    for step in range(30):
+        opt.zero_grad()
+        loss = F.mse_loss(lin(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(round(loss.item(), 4))
+    print(f"{name:6} loss at steps 0, 1, 5, 29: {losses[0]}, {losses[1]}, {losses[5]}, {losses[29]}")
+print("AdamW's state for the weight:", sorted(opt.state[lin.weight]))
+
+# %% [markdown] id="ex-04-10-task"
+# > **In PyTorch:** `torch/optim/adam.py` (`_single_tensor_adam`: `exp_avg.lerp_(grad, 1 - beta1)`,
+# > `exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)`, then `param.addcdiv_(exp_avg, denom,
+# > value=-step_size)` with the bias corrections folded into `step_size` and `denom`) and `torch/optim/adamw.py`
+# > (`AdamW` is `Adam` with `decoupled_weight_decay=True`).
+#
+# ## Exercise 04.10 · `adam_step` (2 points)
+#
+# Write `adam_step(params, grads, state, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, decoupled=False)`:
+# one step of the formulas above for each parameter, as `Adam` (or, with `decoupled=True`, `AdamW`) does it.
+#
+# - `params` is a list of parameters and `grads` their gradients in the same order; skip a parameter whose
+#   gradient is `None`;
+# - `state` is a dict you keep between calls: `state[p]` holds `"step"` (the number of steps taken, a number),
+#   `"exp_avg"` and `"exp_avg_sq"` (tensors like `p`, starting at zeros);
+# - weight decay: `g = g + weight_decay * p` before the moments, or, with `decoupled=True`,
+#   `p <- p * (1 - lr * weight_decay)` before the update and `g` unchanged;
+# - update in place under `cl.no_grad()` (the `Parameter` objects stay the same), and return `None`.
+#
+# The check runs 5 steps of your function and of `optim.Adam`/`optim.AdamW` on random problems and compares the
+# parameters after each step and the state after the last. Do not call `Adam.step`.
+#
+# *Hint:* keep the step count per parameter and compute the two corrections from it: `1 - beta1 ** step`.
+
+# %% id="ex-04-10-solution" tags=["solution"] exercise="04.10"
+import course_lib as cl
+
+
+def adam_step(params, grads, state: dict, lr: float, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
+              weight_decay: float = 0.0, decoupled: bool = False) -> None:
+    """One Adam (decoupled=False) or AdamW (decoupled=True) step, in place."""
+    ### BEGIN SOLUTION
+    beta1, beta2 = betas
+    with cl.no_grad():
+        for p, g in zip(params, grads):
+            if g is None:
+                continue
+            s = state.setdefault(p, {})
+            if not s:
+                s.update(step=0, exp_avg=cl.zeros_like(p), exp_avg_sq=cl.zeros_like(p))
+            s["step"] += 1
+            if weight_decay != 0:
+                if decoupled:
+                    p.mul_(1 - lr * weight_decay)
+                else:
+                    g = g + weight_decay * p
+            m, v = s["exp_avg"], s["exp_avg_sq"]
+            m.mul_(beta1).add_(g, alpha=1 - beta1)
+            v.mul_(beta2).add_(g * g, alpha=1 - beta2)
+            m_hat = m / (1 - beta1 ** s["step"])
+            v_hat = v / (1 - beta2 ** s["step"])
+            p.sub_(lr * m_hat / (v_hat.sqrt() + eps))
+    ### END SOLUTION
+
+
+# %% id="ex-04-10-check" tags=["check", "nbval-check-output"] exercise="04.10" points=2
+check("04.10", adam_step)
+
 # %% [markdown] id="train-md"
-# ## 10 · Training a small network
+# ## 12 · Training a small network
 #
 # Time to put the pieces together. `course_lib.datasets.make_shapes` draws small grayscale images of four
 # shapes (a square outline, a disk, a plus and a cross) at random sizes and positions on a noisy background.
@@ -1140,7 +1335,7 @@ plt.show()
 # positions: a plus is a plus wherever it is. The MLP has to learn every position separately.
 
 # %% [markdown] id="measure-md"
-# ## 11 · Measure: where does a training step spend its time?
+# ## 13 · Measure: where does a training step spend its time?
 #
 # Hooks can time layers too. A forward pre-hook notes the time when a module starts, a forward hook when it
 # ends; a full backward pre-hook and a full backward hook do the same for its part of `backward()`. The cell

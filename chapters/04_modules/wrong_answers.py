@@ -495,6 +495,133 @@ def sgd_step_no_momentum(params, state, lr, momentum=0.0, dampening=0.0, weight_
     return _sgd(params, state, lr, 0.0, dampening, weight_decay, False)
 
 
+
+# ------------------------------------------------------------------ 04.9 module_apply
+def module_apply_new_parameters(module, fn):
+    """Puts a new Parameter into _parameters: the model converts, but an optimizer built before keeps the old ones."""
+    import course_lib as cl
+    from course_lib import nn
+    for child in module.children():
+        module_apply_new_parameters(child, fn)
+    for name, param in list(module._parameters.items()):
+        if param is None:
+            continue
+        with cl.no_grad():
+            new = nn.Parameter(fn(param), param.requires_grad)
+            if param.grad is not None:
+                new.grad = fn(param.grad)
+        module._parameters[name] = new
+    for name, buf in list(module._buffers.items()):
+        if buf is not None:
+            module._buffers[name] = fn(buf)
+    return module
+
+
+def module_apply_forgets_buffers(module, fn):
+    """Converts parameters and grads only: BatchNorm's running statistics keep their old dtype."""
+    import course_lib as cl
+    for child in module.children():
+        module_apply_forgets_buffers(child, fn)
+    for param in module._parameters.values():
+        if param is not None:
+            with cl.no_grad():
+                param.data = fn(param)
+                if param.grad is not None:
+                    param.grad = fn(param.grad)
+    return module
+
+
+def module_apply_forgets_grads(module, fn):
+    """Converts parameters and buffers but leaves .grad alone (course_lib then drops a grad of the wrong dtype)."""
+    import course_lib as cl
+    for child in module.children():
+        module_apply_forgets_grads(child, fn)
+    for param in module._parameters.values():
+        if param is not None:
+            with cl.no_grad():
+                param.data = fn(param)
+    for name, buf in list(module._buffers.items()):
+        if buf is not None:
+            module._buffers[name] = fn(buf)
+    return module
+
+
+def module_apply_no_recursion(module, fn):
+    """Converts the module's own parameters and buffers, not its children's."""
+    import course_lib as cl
+    for param in module._parameters.values():
+        if param is not None:
+            with cl.no_grad():
+                param.data = fn(param)
+                if param.grad is not None:
+                    param.grad = fn(param.grad)
+    for name, buf in list(module._buffers.items()):
+        if buf is not None:
+            module._buffers[name] = fn(buf)
+    return module
+
+
+# ------------------------------------------------------------------ 04.10 adam_step
+def _adam(params, grads, state, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, decoupled=False, *,
+          correct_m=True, correct_v=True, l2_always=False, decay_after=False, eps_inside=False, start=1):
+    import course_lib as cl
+    beta1, beta2 = betas
+    with cl.no_grad():
+        for p, g in zip(params, grads):
+            if g is None:
+                continue
+            s = state.setdefault(p, {})
+            if not s:
+                s.update(step=start - 1, exp_avg=cl.zeros_like(p), exp_avg_sq=cl.zeros_like(p))
+            s["step"] += 1
+            decay_now = weight_decay != 0 and decoupled and not l2_always
+            if weight_decay != 0 and not decay_now:
+                g = g + weight_decay * p
+            if decay_now and not decay_after:
+                p.mul_(1 - lr * weight_decay)
+            m, v = s["exp_avg"], s["exp_avg_sq"]
+            m.mul_(beta1).add_(g, alpha=1 - beta1)
+            v.mul_(beta2).add_(g * g, alpha=1 - beta2)
+            t = max(s["step"], 1)
+            m_hat = m / (1 - beta1 ** t) if correct_m else m
+            v_hat = v / (1 - beta2 ** t) if correct_v else v
+            denom = (v_hat + eps).sqrt() if eps_inside else v_hat.sqrt() + eps
+            p.sub_(lr * m_hat / denom)
+            if decay_now and decay_after:
+                p.mul_(1 - lr * weight_decay)
+
+
+def adam_step_no_bias_correction(params, grads, state, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                                 decoupled=False):
+    _adam(params, grads, state, lr, betas, eps, weight_decay, decoupled, correct_m=False, correct_v=False)
+
+
+def adam_step_corrects_only_m(params, grads, state, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                              decoupled=False):
+    _adam(params, grads, state, lr, betas, eps, weight_decay, decoupled, correct_v=False)
+
+
+def adam_step_l2_instead_of_decoupled(params, grads, state, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                                      decoupled=False):
+    _adam(params, grads, state, lr, betas, eps, weight_decay, decoupled, l2_always=True)
+
+
+def adam_step_decays_after_update(params, grads, state, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                                  decoupled=False):
+    _adam(params, grads, state, lr, betas, eps, weight_decay, decoupled, decay_after=True)
+
+
+def adam_step_eps_inside_sqrt(params, grads, state, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                              decoupled=False):
+    _adam(params, grads, state, lr, betas, eps, weight_decay, decoupled, eps_inside=True)
+
+
+def adam_step_counts_from_zero(params, grads, state, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                               decoupled=False):
+    """The first step is t = 0 (the corrections then divide by... 1 - beta**max(t, 1), one step behind later)."""
+    _adam(params, grads, state, lr, betas, eps, weight_decay, decoupled, start=0)
+
+
 WRONG = {
     "04.1": [_mini_module_class(_setattr_no_registration), _mini_module_class(_setattr_no_removal),
              _mini_module_class(_setattr_no_type_errors), _mini_module_class(_setattr_short_messages)],
@@ -514,4 +641,8 @@ WRONG = {
              make_layer_forgets_expansion],
     "04.8": [sgd_step_dampens_first_step, sgd_step_decay_after_momentum, sgd_step_ignores_nesterov,
              sgd_step_no_momentum, sgd_step_buffer_is_the_grad],
+    "04.9": [module_apply_new_parameters, module_apply_forgets_buffers, module_apply_forgets_grads,
+             module_apply_no_recursion],
+    "04.10": [adam_step_no_bias_correction, adam_step_corrects_only_m, adam_step_l2_instead_of_decoupled,
+              adam_step_decays_after_update, adam_step_eps_inside_sqrt, adam_step_counts_from_zero],
 }
