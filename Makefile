@@ -1,6 +1,7 @@
 # PyTorch from the inside: two commands.
 #   make course   set up (first time) and open the course in JupyterLab
-#   make test     set up (first time), lint (ruff, configured in pyproject.toml) and run every test
+#   make test     set up (first time), lint (ruff, configured in pyproject.toml) and run every test, then
+#                 the browser test (make browser: the notebooks in JupyterLab in headless Chromium)
 # Set COURSE_REQUIRE_ORACLE=1 to also install the oracles, real PyTorch (torch==2.13.0, CPU), the
 # reference safetensors package and tabulate (torch's print_tabular uses it), and make the oracle tests
 # fail instead of skipping when one is missing (CI does this).
@@ -9,8 +10,10 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+BROWSER_STAMP := $(VENV)/.browser-stamp
+THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-.PHONY: course test oracle bench notebooks clean
+.PHONY: course test browser oracle bench notebooks clean
 
 # course_lib (the library, pyproject.toml) with its compiler extra, and the course's tools
 # (tools/pyproject.toml), both editable
@@ -28,10 +31,22 @@ course: $(STAMP)
 oracle: $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check "torch==2.13.0" "safetensors==0.8.0" "tabulate==0.10.0"
 
-test: $(STAMP)
+# the tools with their "browser" extra: Playwright, pinned (tools/pyproject.toml)
+$(BROWSER_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e "tools[browser]"
+	@touch $(BROWSER_STAMP)
+
+# The main suite on two workers (tests/browser is left out: pyproject.toml), then the browser test on its own.
+test: $(STAMP) $(BROWSER_STAMP)
 	@if [ "$$COURSE_REQUIRE_ORACLE" = "1" ]; then $(MAKE) --no-print-directory oracle; fi
 	$(BIN)/ruff check .
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile
+	$(THREADS) $(BIN)/python -m pytest -n 2 --dist loadfile
+	$(THREADS) $(BIN)/python -m pytest tests/browser -p no:xdist
+
+# Every notebook in JupyterLab, in headless Chromium (Debian's `chromium`, or COURSE_CHROMIUM=/path/to/chrome);
+# skipped with the reason when Chromium is missing, except in CI (CI=true or COURSE_REQUIRE_ORACLE=1).
+browser: $(BROWSER_STAMP)
+	$(THREADS) $(BIN)/python -m pytest tests/browser -p no:xdist
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,12 @@ def unavailable(reason: str):
     pytest.skip(reason)
 
 
+_timings: list[str] = []
+
+
 def pytest_terminal_summary(terminalreporter):
+    for line in _timings:
+        terminalreporter.write_line(f"browser test: {line}")
     for folder in _artifacts:
         terminalreporter.write_line(f"browser test: screenshots, JupyterLab's log and the run notebooks are in "
                                     f"{folder}")
@@ -73,10 +79,16 @@ def lab_runs(request, chromium, artifacts) -> dict:
         for nb in (ROOT / folder).glob("[0-9]*.ipynb"):
             shutil.copy2(nb, lab / folder / nb.name)
     server = LabServer(lab, artifacts / "jupyterlab.log")
+    start = time.monotonic()
     server.start()
+    _timings.append(f"JupyterLab answered after {time.monotonic() - start:.1f} s")
     try:
         lanes = int(os.environ.get("COURSE_BROWSER_LANES", min(2, os.cpu_count() or 1)))
-        return run_notebooks(chromium, server.url, sorted(wanted, key=_longest_first, reverse=True),
+        start = time.monotonic()
+        runs = run_notebooks(chromium, server.url, sorted(wanted, key=_longest_first, reverse=True),
                              artifacts / "screenshots", INTERACTIONS, lanes=lanes)
+        _timings.append(f"{len(runs)} notebooks in {time.monotonic() - start:.0f} s on {lanes} lanes: "
+                        + ", ".join(f"{p} {r.seconds:.0f} s" for p, r in sorted(runs.items())))
+        return runs
     finally:
         server.stop()

@@ -31,7 +31,11 @@ def _param(folder: str):
 def _ran(run) -> list:
     """Problems common to both kinds of notebook: cells that did not run, figures and widgets, the console."""
     assert run.error is None, f"{run.path}: {run.error}"
-    problems = [f"{c['id']}: did not run" for c in run.code_cells() if c["count"] is None]
+    problems = []
+    not_run = [c["id"] for c in run.code_cells() if c["count"] is None]
+    if not_run:
+        problems.append(f"{len(not_run)} cells did not run (the kernel drops the cells queued after an error): "
+                        + ", ".join(not_run[:5]) + (", ..." if len(not_run) > 5 else ""))
     for c in run.code_cells():
         images = sum(any(m in o["mimes"] for m in IMAGE_MIMES) for o in c["outputs"])
         widgets = sum(WIDGET_MIME in o["mimes"] for o in c["outputs"])
@@ -53,9 +57,9 @@ def _ran(run) -> list:
 @_param("solutions")
 def test_solutions_notebook_runs_clean_in_jupyterlab(nb, lab_runs):
     run = lab_runs[nb]
-    problems = _ran(run)
-    for c in run.code_cells():
-        problems += [f"{c['id']}: {o['ename']}: {o['evalue']}" for o in c["outputs"] if o["output_type"] == "error"]
+    problems = [f"{c['id']}: {o['ename']}: {o['evalue']}" for c in run.code_cells() for o in c["outputs"]
+                if o["output_type"] == "error"]
+    problems += _ran(run)
     assert not problems, f"{nb} in JupyterLab:\n  " + "\n  ".join(problems)
 
 
