@@ -127,6 +127,21 @@ MODULES = [
      [(1, 2, 5, 7)], None),
     ("Upsample-area", lambda m: m.nn.Upsample(size=(2, 3), mode="area"), [(1, 2, 5, 7)], None),
     ("Upsample-nearest-1d", lambda m: m.nn.Upsample(size=11), [(1, 2, 4)], None),
+    ("activations", lambda m: m.nn.Sequential(
+        m.nn.Softmin(1), m.nn.Mish(), m.nn.Hardswish(), m.nn.SELU(), m.nn.CELU(0.7), m.nn.Softsign(), m.nn.GLU(1),
+        m.nn.Tanhshrink(), m.nn.Threshold(0.05, -1.0), m.nn.Softshrink(0.1), m.nn.Hardshrink(0.02),
+        m.nn.Hardsigmoid(), m.nn.LogSigmoid()), [(2, 4, 5)], None),
+    *[(f"{name}-inplace", lambda m, name=name, args=args: m.nn.Sequential(
+        m.nn.Linear(5, 5), getattr(m.nn, name)(*args, inplace=True)), [(3, 5)], None)
+      for name, args in [("Mish", ()), ("SELU", ()), ("CELU", (0.5,)), ("Hardswish", ()), ("Hardsigmoid", ()),
+                         ("Threshold", (0.1, 2.0))]],
+    ("Softmax2d", lambda m: m.nn.Softmax2d(), [(2, 3, 2, 2)], None),
+    ("CosineSimilarity", lambda m: m.nn.CosineSimilarity(dim=-1), [(3, 4), (1, 4)], None),
+    ("PairwiseDistance", lambda m: m.nn.PairwiseDistance(p=3.0, keepdim=True), [(3, 4), (3, 4)], None),
+    ("AdaptiveAvgPool1d", lambda m: m.nn.AdaptiveAvgPool1d(3), [(2, 3, 7)], None),
+    ("pads-shuffles", lambda m: m.nn.Sequential(
+        m.nn.ZeroPad2d((1, 1, 0, 1)), m.nn.ConstantPad2d(1, 0.5), m.nn.PixelUnshuffle(2), m.nn.PixelShuffle(2),
+        m.nn.ConstantPad1d(2, -1.0), m.nn.ZeroPad1d((0, 1))), [(2, 2, 3, 4)], None),
     ("RNN", lambda m: m.nn.RNN(3, 4, num_layers=2, nonlinearity="relu", bidirectional=True), [(5, 2, 3)], None),
     ("RNN-unbatched", lambda m: m.nn.RNN(3, 4, bias=False), [(5, 3)], None),
     ("LSTM", lambda m: m.nn.LSTM(3, 4, num_layers=2, batch_first=True, bidirectional=True), [(2, 5, 3)], None),
@@ -264,6 +279,10 @@ def test_functional_pieces_and_errors(torch):
         lambda m, F: m.nn.TransformerEncoderLayer(4, 2, activation="tanh"),
         lambda m, F: m.nn.GRU(3, 4)(m.ones(2, 2, 5)),
         lambda m, F: F.conv_transpose2d(m.ones(1, 2, 3, 3), m.ones(2, 1, 2, 2), stride=2, output_padding=2),
+        lambda m, F: F.glu(m.ones(2, 3), 1), lambda m, F: F.glu(m.ones(())), lambda m, F: F.softshrink(m.ones(2), -1.0),
+        lambda m, F: F.pixel_shuffle(m.ones(1, 3, 2, 2), 2), lambda m, F: F.pixel_unshuffle(m.ones(1, 1, 3, 4), 2),
+        lambda m, F: F.pixel_unshuffle(m.ones(1, 1, 4, 3), 2), lambda m, F: F.dropout1d(m.ones(1, 2, 3, 4)),
+        lambda m, F: m.nn.Softmax2d()(m.ones(2, 2)), lambda m, F: F.dropout1d(m.ones(2, 3), 0.0).shape,
     ]
     for i, case in enumerate(cases):
         got, want = outcome(lambda: case(cl, F_c)), outcome(lambda: case(torch, F_t))

@@ -28,7 +28,9 @@ __all__ = [
     "pad", "flatten", "normalize", "softplus", "elu", "hardtanh", "relu6", "logsigmoid", "smooth_l1_loss",
     "batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "dropout2d", "prelu", "huber_loss",
     "kl_div", "max_pool1d", "avg_pool1d", "interpolate", "upsample", "conv_transpose2d",
-    "scaled_dot_product_attention", "embedding_bag",
+    "scaled_dot_product_attention", "embedding_bag", "dropout1d", "softmin", "mish", "hardsigmoid", "hardswish",
+    "selu", "celu", "glu", "softsign", "tanhshrink", "threshold", "softshrink", "hardshrink", "cosine_similarity",
+    "pairwise_distance", "adaptive_avg_pool1d", "pixel_shuffle", "pixel_unshuffle",
 ]
 
 
@@ -741,6 +743,11 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
                        "This behavior will change in a future release to interpret the input as one without a batch "
                        "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please "
                        "switch to using dropout1d instead.", stacklevel=2)
+    return _feature_dropout(input, p, training, inplace)
+
+
+def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool) -> Tensor:
+    """Zero whole channels ``input[n, c]`` with probability ``p``; scale the others by 1 / (1 - p)."""
     if not training or p == 0.0:
         return input
 
@@ -748,9 +755,23 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
         if p == 1.0:
             return x * 0
         from .._creation import empty
-        mask = empty(tuple(x.shape[:2]) + (1,) * (inp_dim - 2), dtype=x.dtype, device=x.device).bernoulli_(1 - p)
+        mask = empty(tuple(x.shape[:2]) + (1,) * (x.dim() - 2), dtype=x.dtype, device=x.device).bernoulli_(1 - p)
         return x * (mask * (1.0 / (1 - p)))
     return _write_into(input, f) if inplace else f(input)
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels of an (N, C, L) or (C, L) input with probability ``p``."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. Note that "
+                           "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
+                           "channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    if input.dim() == 3:
+        return _feature_dropout(input, p, training, inplace)
+    out = _feature_dropout(input.unsqueeze(0), p, training, False).squeeze(0)  # (C, L): one sample
+    return input.copy_(out) if inplace and out is not input else out
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
@@ -967,3 +988,153 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p)
     return attn.matmul(value)
+
+
+
+# ---------------------------------------------------------------------------
+# more activations, distances, pooling and pixel shuffling, composed of registered ops
+# ---------------------------------------------------------------------------
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    """softmax(-x) along ``dim``."""
+    if dim is None:
+        dim = _softmax_dim(input.dim(), _stacklevel)
+    return softmax(-input, dim, dtype=dtype)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * tanh(softplus(x))."""
+    def f(x):
+        return x * softplus(x).tanh()
+    return _write_into(input, f) if inplace else f(input)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """relu6(x + 3) / 6."""
+    def f(x):
+        return hardtanh(x + 3, 0.0, 6.0) / 6
+    return _write_into(input, f) if inplace else f(input)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * relu6(x + 3) / 6."""
+    def f(x):
+        return x * hardtanh(x + 3, 0.0, 6.0) / 6
+    return _write_into(input, f) if inplace else f(input)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """scale * elu(x, alpha) with the self-normalising constants."""
+    def f(x):
+        return elu(x, _SELU_ALPHA) * _SELU_SCALE
+    return _write_into(input, f) if inplace else f(input)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """max(0, x) + min(0, alpha (exp(x / alpha) - 1))."""
+    from .. import where
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+
+    def f(x):
+        return where(x > 0, x, ((x / alpha).clamp(max=0).exp() - 1) * alpha)
+    return _write_into(input, f) if inplace else f(input)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """a * sigmoid(b), with a and b the two halves of ``input`` along ``dim``."""
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = dim % input.dim()
+    if input.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {input.shape[d]}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
+def softsign(input: Tensor) -> Tensor:
+    """x / (1 + |x|)."""
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    """x - tanh(x)."""
+    return input - input.tanh()
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """x where x > threshold, else ``value``."""
+    from .. import where
+
+    def f(x):
+        return where(x > threshold, x, value)
+    return _write_into(input, f) if inplace else f(input)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
+    from .. import where
+    if lambd < 0:
+        import numpy as np
+        top = float(np.finfo(input.dtype.np).max) if input.is_floating_point() else float(np.iinfo(input.dtype.np).max)
+        raise RuntimeError(f"lambda must be in range [0, {top:g}] for input dtype {input.dtype._tensor_name}, but "
+                           f"found {lambd:g}")
+    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, input * 0))
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x where |x| > lambd, else 0."""
+    from .. import where
+    return where((input > lambd) | (input < -lambd), input, input * 0)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) along ``dim`` (broadcast)."""
+    n1 = (x1 * x1).sum(dim, keepdim=True).sqrt().clamp(min=eps)
+    n2 = (x2 * x2).sum(dim, keepdim=True).sqrt().clamp(min=eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
+    """||x1 - x2 + eps||_p over the last dim."""
+    d = (x1 - x2 + eps).abs()
+    if p == float("inf"):
+        return d.amax(-1, keepdim=keepdim)
+    return (d ** p).sum(-1, keepdim=keepdim) ** (1.0 / p)
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
+    """Average pooling of the last dim to ``output_size`` (the 2-d one over a height of 1)."""
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, _ntuple(output_size, 1)[0])).squeeze(-2)
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C r^2, H, W) -> (*, C, H r, W r): each group of r^2 channels becomes an r x r block."""
+    r = upscale_factor
+    *batch, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    nb = len(batch)
+    x = input.reshape(*batch, c // (r * r), r, r, h, w)
+    x = x.permute(*range(nb), nb, nb + 3, nb + 1, nb + 4, nb + 2)
+    return x.reshape(*batch, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H r, W r) -> (*, C r^2, H, W): the inverse of ``pixel_shuffle``."""
+    r = downscale_factor
+    *batch, c, h, w = input.shape
+    if h % r:
+        raise RuntimeError(f"pixel_unshuffle expects height to be divisible by downscale_factor, but input.size(-2)={h}"
+                           f" is not divisible by {r}")
+    if w % r:
+        raise RuntimeError(f"pixel_unshuffle expects width to be divisible by downscale_factor, but input.size(-1)={w} "
+                           f"is not divisible by {r}")
+    nb = len(batch)
+    x = input.reshape(*batch, c, h // r, r, w // r, r)
+    x = x.permute(*range(nb), nb, nb + 2, nb + 4, nb + 1, nb + 3)
+    return x.reshape(*batch, c * r * r, h // r, w // r)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout", "Dropout2d"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d"]
 
 
 class Dropout(Module):
@@ -30,3 +30,10 @@ class Dropout2d(Dropout):
 
     def forward(self, input):
         return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout1d(Dropout):
+    """In training, zero whole channels of an (N, C, L) or (C, L) input with probability p; identity in eval."""
+
+    def forward(self, input):
+        return F.dropout1d(input, self.p, self.training, self.inplace)
