@@ -54,6 +54,7 @@ from ._size import Size
 from ._storage import Storage, UntypedStorage
 from ._tensor_str import set_printoptions
 from ._type_info import can_cast, finfo, iinfo, promote_types
+from .amp import autocast
 from .autograd import functional as _autograd_functional  # noqa: F401  (course_lib.autograd.functional)
 from .autograd import nn_derivatives as _nn_derivatives
 from .autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled

@@ -53,8 +53,11 @@ def dispatch(op, args: tuple):
     if _mode_stack:
         if op.composite:
             # a composite's kernel is its decomposition on every device (and a mode may hold tensors
-            # whose data must not be read here, such as graph capture's lazy tensors)
-            return op.cpu(*args)
+            # whose data must not be read here, such as graph capture's lazy tensors); a mode that
+            # names composites it wants (autocast's lists) gets those before they decompose
+            wanted = getattr(_mode_stack[-1], "_composites", None)
+            if wanted is None or op.name not in wanted:
+                return op.cpu(*args)
         mode = _mode_stack.pop()
         try:
             # (a mode that never reads ``types``, graph capture, says so: it sees every op of a program;

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from .. import _dtype
 from .._ops.dispatcher import dispatch as _dispatch
 from .._ops.registry import OPS as _OPS
+from ..amp import autocast_mode as _amp
 from . import _reduction as _Reduction
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ def _op(name, *args):
 # ---------------------------------------------------------------------------
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """y = x W^T + b.  2-d input with a bias is one ``addmm`` (grad_fn AddmmBackward0), as in PyTorch."""
+    input, weight, bias = _amp.lower_precision_inputs(input, weight, bias)   # autocast: a listed op
     if input.dim() == 2 and bias is not None:
         return _op("addmm", bias, input, weight.t(), 1, 1)
     out = input.matmul(weight.t())
@@ -494,6 +496,7 @@ def _check_size(input, target):
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
              weight: Tensor | None = None) -> Tensor:
     """Mean squared error; with ``weight`` (the input's size), the weighted sum over the sum of the weights."""
+    input, target = _amp.fp32_inputs(input, target)   # autocast: a float32-list op
     _check_size(input, target)
     if size_average is not None or reduce is not None:
         reduction = _Reduction.legacy_get_string(size_average, reduce)
@@ -514,6 +517,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, redu
 
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """Mean absolute error."""
+    input, target = _amp.fp32_inputs(input, target)   # autocast: a float32-list op
     _check_size(input, target)
     if size_average is not None or reduce is not None:
         reduction = _Reduction.legacy_get_string(size_average, reduce)
@@ -522,6 +526,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduc
 
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
                    beta: float = 1.0) -> Tensor:
+    input, target = _amp.fp32_inputs(input, target)   # autocast: a float32-list op
     from .. import where
     if size_average is not None or reduce is not None:
         reduction = _Reduction.legacy_get_string(size_average, reduce)
@@ -555,6 +560,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
 
     ``label_smoothing`` mixes the one-hot target with the uniform distribution.
     """
+    input, target, weight = _amp.fp32_inputs(input, target, weight)   # autocast: float32
     if size_average is not None or reduce is not None:
         reduction = _Reduction.legacy_get_string(size_average, reduce)
     if label_smoothing < 0.0 or label_smoothing > 1.0:
@@ -595,6 +601,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
                          reduce=None, reduction: str = "mean") -> Tensor:
     """-(t log p + (1 - t) log(1 - p)), with the logs clamped at -100 as in PyTorch."""
+    input, target, weight = _amp.fp32_inputs(input, target, weight)
     if size_average is not None or reduce is not None:
         reduction = _Reduction.legacy_get_string(size_average, reduce)
     if target.shape != input.shape:
@@ -612,6 +619,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
                                      reduce=None, reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
     """BCE on logits, computed stably: (1 - t) x + (1 + (pw - 1) t) * log(1 + exp(-x))."""
+    input, target, weight, pos_weight = _amp.fp32_inputs(input, target, weight, pos_weight)
     if size_average is not None or reduce is not None:
         reduction = _Reduction.legacy_get_string(size_average, reduce)
     if target.shape != input.shape:
@@ -776,6 +784,7 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """x if x > 0 else a * x, with one learned ``a`` per channel (dim 1) or one shared."""
+    input, weight = _amp.lower_precision_inputs(input, weight)
     from .. import where
     n = weight.numel()
     if n != 1:
@@ -791,6 +800,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta); d = input - target."""
+    input, target = _amp.fp32_inputs(input, target)   # autocast: a float32-list op
     from .. import where
     _check_size(input, target)
     d = (input - target).abs()
@@ -809,6 +819,7 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None, reduct
     ``log_target``: ``target`` holds log-probabilities.  ``reduction='batchmean'`` divides the sum by the batch
     size (the mathematical KL divergence); ``'mean'`` divides by the number of elements (and warns, as PyTorch).
     """
+    input, target = _amp.fp32_inputs(input, target)
     from .. import where
     if size_average is not None or reduce is not None:
         reduction = _Reduction.legacy_get_string(size_average, reduce)
@@ -942,6 +953,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
 
     ``weight`` is (in_channels, out_channels / groups, kH, kW), as in PyTorch.
     """
+    input, weight, bias = _amp.lower_precision_inputs(input, weight, bias)
     from .. import flip
     if input.dim() == 3:
         return conv_transpose2d(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups,
