@@ -172,6 +172,26 @@ CASES = [
     "M.linalg.multi_dot([P, Q, Q.T])", "M.linalg.multi_dot([Q[:, 0], P, Q])", "M.linalg.multi_dot([Q[0], Q.T, Q[1]])",
     "M.linalg.multi_dot([P])", "M.linalg.multi_dot([Q, P])", "M.linalg.multi_dot([A(2, 3, 3), P])",
     "M.linalg.multi_dot([P, A(2, 3, 3), P])", "M.linalg.multi_dot([P, P, A(2, 3, 3)])",
+    # torch.slogdet, logdet, pinverse, matrix_power, trace, dist, diff, cross; linalg.vecdot, cross, cond, ...
+    "M.slogdet(P)", "P.slogdet()", "M.logdet(P)", "M.logdet(-P)", "M.logdet(M.zeros(2, 2))", "M.pinverse(P)",
+    "Q.pinverse(rcond=0.3)", "P.matrix_power(2)", "M.matrix_power(P, -1)", "M.trace(P)", "M.trace(I)",
+    "M.trace(M.ones(2, 2, 2))", "M.trace(A(3))", "M.trace(M.tensor([[True, False], [True, True]]))",
+    "M.arange(6, dtype=M.int32).reshape(3, 2).trace()", "M.dist(A(2, 3), Q[:2])", "M.dist(A(2, 3), M.zeros(3), 1)",
+    "M.dist(A(2, 3), M.zeros(3), inf)", "M.dist(A(2, 3), M.zeros(3), 0)", "M.dist(I, I)", "A(2, 3).dist(Q[0], 3.5)",
+    "M.dist(A(2, 3), M.zeros(3, dtype=M.float64))", "M.diff(A(2, 3))", "M.diff(A(2, 3), 2, 0)",
+    "M.diff(A(2, 3), dim=0, prepend=M.zeros(1, 3))", "M.diff(A(2, 3), append=M.zeros(2, 1), n=2)",
+    "M.diff(M.tensor([True, False, False]))", "M.diff(M.tensor(1.0))", "M.diff(A(2, 3), -1)", "M.diff(A(2, 3), 0)",
+    "M.diff(A(2, 3), 5)", "M.diff(I)", "A(2, 3).diff(prepend=M.zeros(3))", "A(2, 3).diff(dim=0, append=A(2, 3))",
+    "M.linalg.vecdot(A(2, 3), Q[:2, :3].float())", "M.linalg.vecdot(A(2, 3), A(2, 3), dim=0)",
+    "M.linalg.vecdot(A(2, 3), Q[:2, :3])", "M.linalg.cross(A(2, 3), Q[:2, :3].float())",
+    "M.linalg.cross(A(2, 3), Q[:2])", "M.cross(A(2, 3), Q[:2, :3].float(), dim=1)",
+    "M.linalg.cross(A(2, 3), Q[:2, :3])", "A(3, 2).cross(Q[:, :2], 0)", "M.linalg.cross(M.ones(2, 4), M.ones(2, 4))",
+    "M.linalg.cross(M.ones(2, 3), M.ones(3, dtype=M.float64))", "M.linalg.cross(M.ones(2, 3), M.ones(4, 3))",
+    "M.linalg.cross(M.ones(2, 3), M.ones(1, 3, dtype=M.float64))", "M.cross(A(2, 3), Q[:2, :3].float())",
+    "M.linalg.cross(M.tensor([[1, 2, 3]]), M.tensor([[4, 5, 6]]))", "M.linalg.cond(P)", "M.linalg.cond(P, 1)",
+    "M.linalg.cond(P, 'fro')", "M.linalg.cond(P, -2)", "M.linalg.cond(P, inf)",
+    "M.linalg.cond(M.stack([P, 2 * P + 1]))",
+    "M.linalg.cond(Q)", "M.linalg.diagonal(P)", "M.linalg.diagonal(A(2, 3, 4), offset=1)", "M.linalg.matmul(P, Q)",
     "type(M.linalg.svd(Q)).__name__", "M.linalg.svd(Q).Vh.shape", "M.aminmax(X).max",
     "issubclass(M.linalg.LinAlgError, RuntimeError)",
 ]
@@ -227,6 +247,11 @@ GRAD_CASES = [
     ("P", None, "M.linalg.slogdet(x).logabsdet"), ("Q", None, "M.linalg.pinv(x)"), ("Q.T", None, "M.linalg.pinv(x)"),
     ("P", None, "M.linalg.eigvalsh(x)"), ("P", None, "M.linalg.matrix_power(x, 3)"),
     ("P", None, "M.linalg.matrix_power(x, -2)"), ("P", "Q", "M.linalg.multi_dot([x, y, y.mT])"),
+    ("P", None, "M.slogdet(x).logabsdet"), ("P", None, "M.logdet(x)"), ("Q", None, "x.pinverse()"),
+    ("Q", None, "M.trace(x)"), ("A(2, 3)", "Q[1, :3]", "M.dist(x, y)"), ("A(2, 3)", "Q[1, :3]", "M.dist(x, y, 1)"),
+    ("A(2, 3)", "Q[1, :3]", "x.dist(y, 3.5)"), ("A(2, 3)", "Q[:2, :3]", "M.linalg.cross(x, y)"),
+    ("A(2, 3)", "Q[:1, :3]", "M.linalg.cross(x, y)"), ("A(2, 4)", None, "x.diff(2, 1, prepend=x[:, :1] * 2)"),
+    ("A(2, 3)", "Q[:2, :3]", "M.linalg.vecdot(x, y)"), ("P", None, "M.linalg.cond(x)"),
     ("P", None, "M.linalg.inv(x)"), ("P", None, "M.linalg.det(x)"), ("P", None, "x.det()"),
     ("P", "Q", "M.linalg.solve(x, y)"), ("P", "Q[:, 0]", "M.linalg.solve(x, y)"),
     ("P", "Q.T", "M.linalg.solve(x, y, left=False)"), ("M.stack([P, 2 * P])", "Q", "M.linalg.solve(x, y)"),
@@ -252,6 +277,7 @@ def _grads(M, x_expr, y_expr, f_expr):
 # PyTorch's quantile ends with an in-place squeeze_ (SqueezeBackward4); course_lib's composite ends with the
 # squeeze, movedim or unsqueeze its result needs, so only the gradients are compared
 OTHER_LAST_NODE = ("quantile(",)
+# PyTorch's cond(A) ends with a squeeze too (SqueezeBackward1), so it is compared; cond(A, 'fro') (NanToNum) is not
 
 
 @pytest.mark.parametrize("x_expr, y_expr, f_expr", GRAD_CASES, ids=[c[2] + " " + c[0] for c in GRAD_CASES])

@@ -667,6 +667,14 @@ SPECS["linalg_slogdet"] = (lambda rng: [("batch", lambda x: op("linalg_slogdet")
                            True, "linalg_slogdet")
 SPECS["linalg_pinv"] = (lambda rng: [("tall", op("linalg_pinv"), (rand(rng, 4, 3),)),
                                      ("wide", op("linalg_pinv"), (rand(rng, 2, 3),))], True, "linalg_pinv")
+SPECS["trace"] = (lambda rng: [("3x4", op("trace"), (rand(rng, 3, 4),))], True, "trace")
+SPECS["dist"] = (lambda rng: [(f"p{p}", lambda a, b, p=p: op("dist")(a, b, p), (away_from_int(rng, 2, 3),
+                                                                               away_from_int(rng, 3)))
+                              for p in (2, 1, 3.5, float("inf"))], True, "dist")
+SPECS["linalg_cross"] = (lambda rng: [("rows", lambda a, b: op("linalg_cross")(a, b),
+                                       (rand(rng, 2, 3), rand(rng, 2, 3))),
+                                      ("broadcast-dim0", lambda a, b: op("linalg_cross")(a, b, 0),
+                                       (rand(rng, 3, 2), rand(rng, 3, 1)))], True, "linalg_cross")
 SPECS["linalg_qr"] = (lambda rng: [("tall", op("linalg_qr"), (rand(rng, 4, 3),)),
                                    ("wide-complete", lambda x: op("linalg_qr")(x, "complete"), (rand(rng, 2, 4),)),
                                    ("batch", op("linalg_qr"), (rand(rng, 2, 3, 2),))], True, "linalg_qr")

@@ -164,6 +164,11 @@ SAMPLES.update({
     "linalg_slogdet": [(T(2, 2),)], "linalg_pinv": [(T(3, 2),)], "linalg_eigvalsh": [(T(2, 2),)],
     "linalg_matrix_rank": [(T(2, 3, 4),)], "linalg_matrix_power": [(T(2, 2), 3), (T(2, 2), 0), (T(2, 2), -1)],
     "linalg_multi_dot": [([T(3), T(3, 2), T(2)],), ([T(2, 3), T(3, 3)],)],
+    "trace": [(T(2, 3),), (T(3, 3, dtype="int32"),)], "dist": [(T(2, 3), T(3), 3)], "slogdet": [(T(2, 2),)],
+    "logdet": [(T(2, 2, values=[2.0, 1.0, 1.0, 3.0]),)], "pinverse": [(T(3, 2),)], "matrix_power": [(T(2, 2), 2)],
+    "linalg_cross": [(T(2, 3), T(1, 3)), (T(3, 2), T(3, 2), 0)], "cross": [(T(2, 3), T(2, 3), 1)],
+    "linalg_vecdot": [(T(2, 3), T(3))], "linalg_cond": [(T(2, 2, values=[2.0, 1.0, 1.0, 3.0]),)],
+    "diff": [(T(2, 3),), (T(2, 3), 2, 0, T(1, 3))],
 })
 
 # factories and random ops: the meta run passes device="meta" (see test_meta_matches_cpu)

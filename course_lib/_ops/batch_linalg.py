@@ -11,12 +11,13 @@ with ``ord=1`` records an ``AmaxBackward0``).  A singular matrix raises ``LinAlg
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor
-from .common import broadcast_shapes, empty_meta, wrap, wrap_dims
+from .common import broadcast_shapes, empty_meta, result_type, wrap, wrap_dims
 from .reductions import _return_type_fields
 from .registry import register
 
@@ -555,3 +556,157 @@ def linalg_multi_dot(tensors):
     for t in mats[1:]:
         r = _dispatch("mm", r, t)
     return _dispatch("view", r, out_shape)
+
+
+# ---------------------------------------------------------------------------
+# the older torch.* names and a few more: slogdet, logdet, pinverse, matrix_power, trace, dist, cross,
+# vecdot, cond, diff
+# ---------------------------------------------------------------------------
+torch_slogdet_ret = _return_type_fields("slogdet", ("sign", "logabsdet"))
+
+
+@register("slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)", kind="composite")
+def slogdet(self):
+    """``torch.slogdet``: ``linalg.slogdet``, as a ``slogdet`` pair."""
+    return torch_slogdet_ret(*_dispatch("linalg_slogdet", self))
+
+
+@register("logdet(Tensor self) -> Tensor", kind="composite")
+def logdet(self):
+    """log(det) of each square matrix: NaN for a negative determinant, -inf for a singular matrix."""
+    sign, logabs = _dispatch("linalg_slogdet", self)
+    return _dispatch("where", _dispatch("lt", sign, 0), math.nan, logabs)
+
+
+@register("pinverse(Tensor self, float rcond=1e-15) -> Tensor", kind="composite")
+def pinverse(self, rcond=1e-15):
+    """``linalg.pinv`` with relative tolerance ``rcond``."""
+    return _dispatch("linalg_pinv", self, None, rcond, False)
+
+
+@register("matrix_power(Tensor self, int n) -> Tensor", kind="composite")
+def matrix_power(self, n):
+    """``linalg.matrix_power``."""
+    return _dispatch("linalg_matrix_power", self, n)
+
+
+def _trace_check(self):
+    if len(self._shape) != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {len(self._shape)}")
+    if self.dtype is _dtype.bool_:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
+    return self.dtype if self.dtype.is_floating_point else _dtype.int64
+
+
+@register("trace(Tensor self) -> Tensor", meta=lambda self: empty_meta((), _trace_check(self)), kind="reduction")
+def trace(self):
+    """The sum of the main diagonal of a matrix (integers sum to int64)."""
+    dt = _trace_check(self)
+    return wrap(np.asarray(np.trace(self._np(), dtype=dt.np)), dt)
+
+
+def _dist_check(self, other):
+    dt = result_type(self, other)
+    if not dt.is_floating_point:
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                           f"{dt._tensor_name} instead.")
+    return dt, broadcast_shapes(self._shape, other._shape)
+
+
+@register("dist(Tensor self, Tensor other, Scalar p=2) -> Tensor",
+          meta=lambda self, other, p=2: empty_meta((), _dist_check(self, other)[0]), kind="reduction")
+def dist(self, other, p=2):
+    """The ``p``-norm of ``self - other`` (broadcast), over all elements."""
+    dt, _ = _dist_check(self, other)
+    diff = np.subtract(self._np(), other._np(), dtype=dt.np)
+    return linalg_vector_norm.cpu(wrap(diff, dt), p)
+
+
+def _cross_check(self, other, dim):
+    if len(self._shape) != len(other._shape):
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    d = wrap_dims(dim, len(self._shape))[0]
+    if self._shape[d] != 3 or other._shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {self._shape[d]} and "
+                           f"{other._shape[d]}")
+    shape = broadcast_shapes(self._shape, other._shape)
+    if self.dtype is not other.dtype:
+        raise RuntimeError(f"expected scalar type {self.dtype._tensor_name} but found {other.dtype._tensor_name}")
+    return shape, d, self.dtype
+
+
+@register("linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor",
+          meta=lambda self, other, dim=-1: empty_meta(*_cross_check(self, other, dim)[::2]), variants=(),
+          kind="linalg")
+def linalg_cross(self, other, dim=-1):
+    """The cross product of 3-vectors along ``dim`` (the other dims broadcast)."""
+    shape, d, dt = _cross_check(self, other, dim)
+    a = np.broadcast_to(self._np(), shape).astype(dt.np, copy=False)
+    b = np.broadcast_to(other._np(), shape).astype(dt.np, copy=False)
+    return wrap(np.cross(a, b, axis=d), dt)
+
+
+_CROSS_WARNING = ("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
+                  "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree with "
+                  "that of linalg.cross in a future release.")
+
+
+@register("cross(Tensor self, Tensor other, int? dim=None) -> Tensor", kind="composite")
+def cross(self, other, dim=None):
+    """``torch.cross``: ``linalg.cross`` along ``dim``; without it, the first dim of size 3 (deprecated)."""
+    if dim is None:
+        warnings.warn(_CROSS_WARNING, UserWarning, stacklevel=3)
+        shape = broadcast_shapes(self._shape, other._shape)
+        dim = next((i for i, s in enumerate(shape) if s == 3), -1)
+    return _dispatch("linalg_cross", self, other, dim)
+
+
+@register("linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor", variants=(), kind="composite")
+def linalg_vecdot(x, y, dim=-1):
+    """The dot product of the vectors along ``dim`` (the other dims broadcast)."""
+    if x.dtype is not y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
+                           f"{x.dtype._tensor_name} and y of type {y.dtype._tensor_name} instead")
+    return _dispatch("sum", _dispatch("mul", x, y), dim, False, None)
+
+
+@register("linalg_cond(Tensor self, Scalar? p=None) -> Tensor", variants=(), kind="composite")
+def linalg_cond(self, p=None):
+    """The condition number: largest over smallest singular value (``p`` None, 2 or -2: its inverse), or
+    ``norm(A, p) * norm(A^-1, p)`` for the other matrix norms."""
+    if p is None or p in (2, -2):
+        s = _dispatch("linalg_svdvals", self)
+        k = s._shape[-1]
+        big, small = _dispatch("narrow", s, -1, 0, 1), _dispatch("narrow", s, -1, k - 1, 1)
+        ratio = _dispatch("div", small, big, None) if p == -2 else _dispatch("div", big, small, None)
+        return _dispatch("squeeze", ratio, -1)
+    inv = _dispatch("linalg_inv", self)
+    return _dispatch("mul", _dispatch("linalg_matrix_norm", self, p, (-2, -1), False, None),
+                     _dispatch("linalg_matrix_norm", inv, p, (-2, -1), False, None))
+
+
+@register("diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor",
+          kind="composite")
+def diff(self, n=1, dim=-1, prepend=None, append=None):
+    """The ``n``-th forward difference along ``dim``, after joining ``prepend`` and ``append`` (bools: xor)."""
+    if not self._shape:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = wrap_dims(dim, len(self._shape))[0]
+    parts = [self]
+    for extra, first in ((prepend, True), (append, False)):
+        if extra is not None:
+            if len(extra._shape) != len(self._shape):
+                raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+            parts.insert(0, extra) if first else parts.append(extra)
+    x = _dispatch("cat", parts, d) if len(parts) > 1 else self
+    if n == 0:
+        return _dispatch("clone", x, "preserve_format")
+    for _ in range(n):
+        length = max(x._shape[d] - 1, 0)
+        later = _dispatch("narrow", x, d, 1 if x._shape[d] else 0, length)
+        earlier = _dispatch("narrow", x, d, 0, length)
+        x = _dispatch("logical_xor", later, earlier) if x.dtype is _dtype.bool_ else \
+            _dispatch("sub", later, earlier, 1)
+    return x

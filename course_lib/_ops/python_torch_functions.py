@@ -48,6 +48,7 @@ __all__ = [
     "cos",
     "cosh",
     "count_nonzero",
+    "cross",
     "cummax",
     "cummin",
     "cumprod",
@@ -58,6 +59,8 @@ __all__ = [
     "diag_embed",
     "diagonal",
     "diagonal_copy",
+    "diff",
+    "dist",
     "div",
     "dot",
     "dstack",
@@ -95,6 +98,7 @@ __all__ = [
     "log1p",
     "log2",
     "log_softmax",
+    "logdet",
     "logical_and",
     "logical_not",
     "logical_or",
@@ -104,6 +108,7 @@ __all__ = [
     "masked_fill",
     "masked_select",
     "matmul",
+    "matrix_power",
     "max",
     "maximum",
     "mean",
@@ -130,6 +135,7 @@ __all__ = [
     "norm",
     "outer",
     "permute",
+    "pinverse",
     "pow",
     "prod",
     "quantile",
@@ -151,6 +157,7 @@ __all__ = [
     "sign",
     "sin",
     "sinh",
+    "slogdet",
     "softmax",
     "sort",
     "split",
@@ -166,6 +173,7 @@ __all__ = [
     "tanh",
     "tile",
     "topk",
+    "trace",
     "transpose",
     "tril",
     "triu",
@@ -491,6 +499,14 @@ def count_nonzero(self, dim=None):
     return _dispatch(_OPS["count_nonzero"], (self, dim))
 
 
+def cross(self, other, dim=None):
+    """``torch.cross``: ``linalg.cross`` along ``dim``; without it, the first dim of size 3 (deprecated).
+
+    Schema: cross(Tensor self, Tensor other, int? dim=None) -> Tensor
+    """
+    return _dispatch(_OPS["cross"], (self, other, dim))
+
+
 def cummax(self, dim):
     """Running maximum along ``dim`` and the index of each maximum.
 
@@ -573,6 +589,22 @@ def diagonal_copy(self, offset=0, dim1=0, dim2=1, *, out=None):
     if out is None:
         return _dispatch(_OPS["diagonal_copy"], (self, offset, dim1, dim2))
     return _call_with_out(_OPS["diagonal_copy"], (self, offset, dim1, dim2), out)
+
+
+def diff(self, n=1, dim=-1, prepend=None, append=None):
+    """The ``n``-th forward difference along ``dim``, after joining ``prepend`` and ``append`` (bools: xor).
+
+    Schema: diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor
+    """
+    return _dispatch(_OPS["diff"], (self, n, dim, prepend, append))
+
+
+def dist(self, other, p=2):
+    """The ``p``-norm of ``self - other`` (broadcast), over all elements.
+
+    Schema: dist(Tensor self, Tensor other, Scalar p=2) -> Tensor
+    """
+    return _dispatch(_OPS["dist"], (self, other, p))
 
 
 def div(self, other, *, rounding_mode=None, out=None):
@@ -923,6 +955,14 @@ def log_softmax(self, dim, dtype=None, *, out=None):
     return _call_with_out(_OPS["log_softmax"], (self, dim, dtype), out)
 
 
+def logdet(self):
+    """log(det) of each square matrix: NaN for a negative determinant, -inf for a singular matrix.
+
+    Schema: logdet(Tensor self) -> Tensor
+    """
+    return _dispatch(_OPS["logdet"], (self,))
+
+
 def logical_and(self, other, *, out=None):
     """
 
@@ -1009,6 +1049,14 @@ def matmul(self, other, *, out=None):
     if out is None:
         return _dispatch(_OPS["matmul"], (self, other))
     return _call_with_out(_OPS["matmul"], (self, other), out)
+
+
+def matrix_power(self, n):
+    """``linalg.matrix_power``.
+
+    Schema: matrix_power(Tensor self, int n) -> Tensor
+    """
+    return _dispatch(_OPS["matrix_power"], (self, n))
 
 
 def max(self, dim=None, keepdim=False, *, out=None):
@@ -1243,6 +1291,14 @@ def permute(self, dims):
     return _dispatch(_OPS["permute"], (self, dims))
 
 
+def pinverse(self, rcond=1e-15):
+    """``linalg.pinv`` with relative tolerance ``rcond``.
+
+    Schema: pinverse(Tensor self, float rcond=1e-15) -> Tensor
+    """
+    return _dispatch(_OPS["pinverse"], (self, rcond))
+
+
 def pow(self, exponent, *, out=None):
     """self ** exponent, broadcasting.
 
@@ -1437,6 +1493,14 @@ def sinh(self, *, out=None):
     return _call_with_out(_OPS["sinh"], (self,), out)
 
 
+def slogdet(self):
+    """``torch.slogdet``: ``linalg.slogdet``, as a ``slogdet`` pair.
+
+    Schema: slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)
+    """
+    return _dispatch(_OPS["slogdet"], (self,))
+
+
 def softmax(self, dim, dtype=None, *, out=None):
     """exp(x) / sum(exp(x)) along ``dim``, computed stably (the max is subtracted first).
 
@@ -1573,6 +1637,14 @@ def topk(self, k, dim=-1, largest=True, sorted=True):
     Schema: topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
     """
     return _dispatch(_OPS["topk"], (self, k, dim, largest, sorted))
+
+
+def trace(self):
+    """The sum of the main diagonal of a matrix (integers sum to int64).
+
+    Schema: trace(Tensor self) -> Tensor
+    """
+    return _dispatch(_OPS["trace"], (self,))
 
 
 def transpose(self, dim0, dim1):

@@ -336,6 +336,13 @@ class VariableMethods:
         """
         return _dispatch(_OPS["count_nonzero"], (self, dim))
 
+    def cross(self, other, dim=None):
+        """``torch.cross``: ``linalg.cross`` along ``dim``; without it, the first dim of size 3 (deprecated).
+
+        Schema: cross(Tensor self, Tensor other, int? dim=None) -> Tensor
+        """
+        return _dispatch(_OPS["cross"], (self, other, dim))
+
     def cummax(self, dim):
         """Running maximum along ``dim`` and the index of each maximum.
 
@@ -398,6 +405,20 @@ class VariableMethods:
         Schema: diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)
         """
         return _dispatch(_OPS["diagonal"], (self, offset, dim1, dim2))
+
+    def diff(self, n=1, dim=-1, prepend=None, append=None):
+        """The ``n``-th forward difference along ``dim``, after joining ``prepend`` and ``append`` (bools: xor).
+
+        Schema: diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor
+        """
+        return _dispatch(_OPS["diff"], (self, n, dim, prepend, append))
+
+    def dist(self, other, p=2):
+        """The ``p``-norm of ``self - other`` (broadcast), over all elements.
+
+        Schema: dist(Tensor self, Tensor other, Scalar p=2) -> Tensor
+        """
+        return _dispatch(_OPS["dist"], (self, other, p))
 
     def div(self, other, *, rounding_mode=None):
         """True division (integers give floats); ``rounding_mode='floor'|'trunc'`` rounds.
@@ -791,6 +812,13 @@ class VariableMethods:
         """
         return _dispatch(_OPS["log_softmax"], (self, dim, dtype))
 
+    def logdet(self):
+        """log(det) of each square matrix: NaN for a negative determinant, -inf for a singular matrix.
+
+        Schema: logdet(Tensor self) -> Tensor
+        """
+        return _dispatch(_OPS["logdet"], (self,))
+
     def logical_and(self, other):
         """
 
@@ -867,6 +895,13 @@ class VariableMethods:
         Schema: matmul(Tensor self, Tensor other) -> Tensor
         """
         return _dispatch(_OPS["matmul"], (self, other))
+
+    def matrix_power(self, n):
+        """``linalg.matrix_power``.
+
+        Schema: matrix_power(Tensor self, int n) -> Tensor
+        """
+        return _dispatch(_OPS["matrix_power"], (self, n))
 
     def max(self, dim=None, keepdim=False):
         """Largest element; with ``dim``, a (values, indices) pair; ``max(a, b)`` is ``maximum``.
@@ -1049,6 +1084,13 @@ class VariableMethods:
         Schema: permute(Tensor(a) self, int[] dims) -> Tensor(a)
         """
         return _dispatch(_OPS["permute"], (self, _sizes(dims)))
+
+    def pinverse(self, rcond=1e-15):
+        """``linalg.pinv`` with relative tolerance ``rcond``.
+
+        Schema: pinverse(Tensor self, float rcond=1e-15) -> Tensor
+        """
+        return _dispatch(_OPS["pinverse"], (self, rcond))
 
     def pow(self, exponent):
         """self ** exponent, broadcasting.
@@ -1281,6 +1323,13 @@ class VariableMethods:
         """
         return _dispatch(_OPS["sinh_"], (self,))
 
+    def slogdet(self):
+        """``torch.slogdet``: ``linalg.slogdet``, as a ``slogdet`` pair.
+
+        Schema: slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)
+        """
+        return _dispatch(_OPS["slogdet"], (self,))
+
     def softmax(self, dim, dtype=None):
         """exp(x) / sum(exp(x)) along ``dim``, computed stably (the max is subtracted first).
 
@@ -1413,6 +1462,13 @@ class VariableMethods:
         Schema: topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
         """
         return _dispatch(_OPS["topk"], (self, k, dim, largest, sorted))
+
+    def trace(self):
+        """The sum of the main diagonal of a matrix (integers sum to int64).
+
+        Schema: trace(Tensor self) -> Tensor
+        """
+        return _dispatch(_OPS["trace"], (self,))
 
     def transpose(self, dim0, dim1):
         """Swap two dims: swap their sizes and strides.

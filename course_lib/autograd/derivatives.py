@@ -1157,13 +1157,17 @@ def _linalg_vector_norm(ctx, g):
     if not keep:
         for d in dims:
             r, gg = r.unsqueeze(d), gg.unsqueeze(d)
-    p = ctx.ord
+    return _norm_backward(x, r, gg, ctx.ord, dims)
+
+
+def _norm_backward(x, r, gg, p, dims):
+    """The gradient of the ``p``-norm ``r`` of ``x`` over ``dims`` (``r``, ``gg`` with those dims kept)."""
     if p == 0:
         return None          # a count: no gradient (PyTorch leaves .grad undefined too)
     if p == 1:
         return gg * x.sign()
     if math.isinf(p):
-        mask = (x.abs() == r).to(g.dtype)   # the gradient is shared by the elements at the max (min) |x|
+        mask = (x.abs() == r).to(gg.dtype)   # the gradient is shared by the elements at the max (min) |x|
         return gg * x.sign() * mask / mask.sum(dims, keepdim=True)
     if p == 2:
         return x * (gg / r).masked_fill(r == 0, 0)
@@ -1329,3 +1333,32 @@ def _linalg_pinv(ctx, g):
     hX = Xt @ X @ g.mT                                  # X^T X g^T
     term3 = hX - hX @ X @ A                             # X^T X g^T (I - X A)
     return term1 + term2 + term3
+
+
+@derivative("trace", "TraceBackward0")
+def _trace(ctx, g):
+    import course_lib as _cl
+    n, m = _shape(ctx, "self")
+    return g * _cl.eye(n, m, dtype=g.dtype)
+
+
+@derivative("dist", "DistBackward0", save={"self": ALL, "other": ALL, "result": ALL})
+def _dist(ctx, g):
+    x = ctx.self - ctx.other
+    dims = tuple(range(len(x._shape)))
+    r, gg = ctx.result, g
+    for _ in dims:
+        r, gg = r.unsqueeze(0), gg.unsqueeze(0)
+    gx = _norm_backward(x, r, gg, ctx.p, dims)
+    if gx is None:
+        return None, None
+    return gx, -gx       # summed back to each input's shape afterwards
+
+
+@derivative("linalg_cross", "LinalgCrossBackward0", save={"self": ("other",), "other": ("self",)})
+def _linalg_cross(ctx, g):
+    from .._ops.dispatcher import dispatch as _d
+    n = ctx.needs_input_grad
+    ga = _d(OPS["linalg_cross"], (ctx.other, g, ctx.dim)) if n[0] else None
+    gb = _d(OPS["linalg_cross"], (g, ctx.self, ctx.dim)) if n[1] else None
+    return ga, gb

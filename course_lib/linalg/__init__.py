@@ -4,7 +4,8 @@ Each function calls its op through the dispatcher (kernels in ``course_lib/_ops/
 so autograd, modes and the meta device see them like any other op.  Derivatives exist for
 ``vector_norm``, ``matrix_norm`` and ``norm`` (all orders), ``inv``, ``det`` (invertible matrices),
 ``slogdet``, ``solve``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``, ``qr`` (PyTorch's formulas and
-refusals), ``cholesky``, ``pinv`` (constant rank), ``matrix_power`` and ``multi_dot``.
+refusals), ``cholesky``, ``pinv`` (constant rank), ``cross``, and the composites (``matrix_power``,
+``multi_dot``, ``vecdot``, ``cond``, ...) through their parts.
 """
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ import numbers
 
 from .._ops.batch_linalg import LinAlgError
 from .._ops.dispatcher import dispatch as _dispatch
+from .._ops.python_torch_functions import matmul
 from .._ops.registry import OPS as _OPS
 
 __all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "svd", "svdvals",
-           "qr", "eigh", "eigvalsh", "cholesky", "pinv", "matrix_rank", "matrix_power", "multi_dot"]
+           "qr", "eigh", "eigvalsh", "cholesky", "pinv", "matrix_rank", "matrix_power", "multi_dot", "cross", "vecdot",
+           "cond", "diagonal", "matmul"]
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
@@ -103,3 +106,23 @@ def matrix_power(A, n):
 def multi_dot(tensors):
     """The product of a list of matrices (the first may be 1-D as a row, the last 1-D as a column)."""
     return _dispatch(_OPS["linalg_multi_dot"], (list(tensors),))
+
+
+def cross(input, other, *, dim=-1):  # noqa: A002
+    """The cross product of the 3-vectors along ``dim`` (other dims broadcast)."""
+    return _dispatch(_OPS["linalg_cross"], (input, other, dim))
+
+
+def vecdot(x, y, *, dim=-1):
+    """The dot product of the vectors along ``dim`` (other dims broadcast)."""
+    return _dispatch(_OPS["linalg_vecdot"], (x, y, dim))
+
+
+def cond(A, p=None):
+    """The condition number of each matrix in the matrix norm ``p`` (None: the 2-norm, from the SVD)."""
+    return _dispatch(_OPS["linalg_cond"], (A, p))
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """The diagonal of each matrix (a view), by default over the last two dims."""
+    return _dispatch(_OPS["diagonal"], (A, offset, dim1, dim2))
