@@ -299,17 +299,31 @@ def _dims(shape: tuple, dims: Sequence) -> list:
     return [d if d is not None else s for s, d in zip(shape, dims)]
 
 
-def _normalize_dynamic_axes(dynamic_axes: Mapping | None, names: set[str]) -> dict[str, dict[int, str]]:
-    """``{"input": {0: "batch"}}`` as is; ``{"input": [0]}`` names the axis ``input_dynamic_axes_1`` (PyTorch's)."""
+def _normalize_dynamic_axes(dynamic_axes: Mapping | None, given_names: set[str]) -> dict[str, dict[int, str]]:
+    """``{"input": {0: "batch"}}`` as is; ``{"input": [0]}`` names the axis ``input_dynamic_axes_1``.
+
+    PyTorch's ``_validate_dynamic_axes``, with its warnings: a key that is not one of the
+    ``input_names`` / ``output_names`` given, an axis list without names, a repeated axis.
+    """
     out: dict[str, dict[int, str]] = {}
     for key, value in (dynamic_axes or {}).items():
-        if key not in names:
+        if key not in given_names:
             warnings.warn(f"Provided key {key} for dynamic axes is not a valid input/output name", stacklevel=3)
-            continue
-        if isinstance(value, Mapping):
-            out[key] = {int(k): str(v) for k, v in value.items()}
+        if isinstance(value, list):
+            warnings.warn("No names were found for specified dynamic axes of provided input."
+                          f"Automatically generated names will be applied to each dynamic axes of input {key}",
+                          stacklevel=3)
+            axes: dict[int, str] = {}
+            for i, x in enumerate(value):
+                if not isinstance(x, int):
+                    raise ValueError("The type of axis index is expected to be an integer")
+                if x in axes:
+                    warnings.warn(f"Duplicate dynamic axis index {x} was provided for input {key}.", stacklevel=3)
+                else:
+                    axes[x] = f"{key}_dynamic_axes_{i + 1}"
+            out[key] = axes
         else:
-            out[key] = {int(x): f"{key}_dynamic_axes_{i + 1}" for i, x in enumerate(value)}
+            out[key] = {int(k): str(v) for k, v in value.items()}
     return out
 
 
@@ -368,7 +382,7 @@ def export(model, args: tuple | Tensor = (), f: str | os.PathLike | io.IOBase | 
     in_names += [n.name for n in input_nodes[len(in_names):]]
     out_names = list(output_names or ())[:len(output_nodes)]
     out_names += [n.name for n in output_nodes[len(out_names):]]
-    axes = _normalize_dynamic_axes(dynamic_axes, set(in_names) | set(out_names))
+    axes = _normalize_dynamic_axes(dynamic_axes, set(input_names or ()) | set(output_names or ()))
     input_dims = []
     for n, name in zip(input_nodes, in_names):
         d = [None] * len(n.meta["tensor_meta"].shape)
