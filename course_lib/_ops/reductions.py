@@ -1,4 +1,5 @@
-"""Reductions: sum, mean, prod, var/std, max/min/argmax/argmin, amax/amin, logsumexp, all/any.
+"""Reductions: sum, mean, prod, var/std (and var_mean/std_mean), max/min/argmax/argmin, amax/amin, aminmax,
+logsumexp, all/any, count_nonzero, nansum/nanmean, and the running cumsum, cumprod, cummax and cummin.
 
 In PyTorch: ``aten/src/ATen/native/ReduceOps.cpp``.  Each takes ``dim`` (None for
 all dims, an int, or a tuple) and ``keepdim``.  Integer and bool inputs of

@@ -1,6 +1,7 @@
-"""Sorting and selection: sort, argsort, msort, topk, kthvalue, median, mode, unique, searchsorted, bucketize.
+"""Sorting and selection: sort, argsort, msort, topk, kthvalue, median, nanmedian, mode, quantile,
+nanquantile, unique, searchsorted, bucketize.
 
-In PyTorch: ``aten/src/ATen/native/Sorting.cpp`` (sort, topk, kthvalue, median, mode),
+In PyTorch: ``aten/src/ATen/native/Sorting.cpp`` (sort, topk, kthvalue, median, mode, quantile),
 ``Unique.cpp`` and ``Bucketization.cpp``.  The kernels sort with numpy's stable sort, so
 equal elements keep their order (PyTorch's ``stable=True``; with ``stable=False`` PyTorch
 may order ties differently).  NaN sorts as the largest value, as in PyTorch.  Ops that
@@ -16,7 +17,7 @@ from .common import empty_meta, wrap, wrap_dim
 from .reductions import _return_type_fields as return_type
 from .registry import register
 
-__all__ = ["return_type"]
+__all__: list[str] = []
 
 _I64 = _dtype.int64
 
