@@ -405,6 +405,15 @@ SCHEDULERS = [
         m.optim.lr_scheduler.LinearLR(o, start_factor=0.1, total_iters=3),
         m.optim.lr_scheduler.StepLR(o, 2, gamma=0.5),
         m.optim.lr_scheduler.ExponentialLR(o, 0.9)], milestones=[3, 6]), None),
+    ("MultiplicativeLR", lambda m, o: m.optim.lr_scheduler.MultiplicativeLR(o, lambda e: 0.9 if e % 2 else 1.1),
+     None),
+    ("ConstantLR", lambda m, o: m.optim.lr_scheduler.ConstantLR(o, factor=0.5, total_iters=3), None),
+    ("PolynomialLR", lambda m, o: m.optim.lr_scheduler.PolynomialLR(o, total_iters=7, power=2.0), None),
+    ("CosineAnnealingWarmRestarts", lambda m, o: m.optim.lr_scheduler.CosineAnnealingWarmRestarts(
+        o, T_0=2, T_mult=2, eta_min=0.01), None),
+    ("ChainedScheduler", lambda m, o: m.optim.lr_scheduler.ChainedScheduler([
+        m.optim.lr_scheduler.ConstantLR(o, factor=0.1, total_iters=2),
+        m.optim.lr_scheduler.ExponentialLR(o, gamma=0.9)]), None),
     ("ReduceLROnPlateau", lambda m, o: m.optim.lr_scheduler.ReduceLROnPlateau(o, patience=1, cooldown=1,
                                                                              min_lr=[0.1, 0.2]),
      [5, 4, 4, 4, 4, 3.9999, 4, 4, 2, 2]),
@@ -699,3 +708,26 @@ def test_embedding_bag(torch, mode):
     ]
     for i, case in enumerate(errors):
         assert outcome(lambda: case(cl, F_c)) == outcome(lambda: case(torch, F_t)), i
+
+
+def test_scheduler_constructor_errors(torch):
+    cases = [
+        lambda m, o: m.optim.lr_scheduler.LambdaLR(o, 3), lambda m, o: m.optim.lr_scheduler.MultiplicativeLR(o, 3),
+        lambda m, o: m.optim.lr_scheduler.LambdaLR(o, [lambda e: 1.0] * 2),
+        lambda m, o: m.optim.lr_scheduler.ConstantLR(o, factor=2.0),
+        lambda m, o: m.optim.lr_scheduler.LinearLR(o, start_factor=0.0),
+        lambda m, o: m.optim.lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=0),
+        lambda m, o: m.optim.lr_scheduler.OneCycleLR(o, max_lr=1.0),
+        lambda m, o: m.optim.lr_scheduler.OneCycleLR(o, max_lr=1.0, total_steps=5, pct_start=1),
+        lambda m, o: m.optim.lr_scheduler.SequentialLR(o, [m.optim.lr_scheduler.ConstantLR(o)], milestones=[2]),
+        lambda m, o: m.optim.lr_scheduler.ReduceLROnPlateau(o, factor=1.0),
+        lambda m, o: m.optim.lr_scheduler.ReduceLROnPlateau(o, mode="avg"),
+        lambda m, o: m.optim.lr_scheduler.ChainedScheduler([]),
+        lambda m, o: m.optim.RMSprop(o.param_groups[0]["params"], alpha=-1),
+        lambda m, o: m.optim.Adagrad(o.param_groups[0]["params"], lr_decay=-1),
+        lambda m, o: m.optim.Adagrad(o.param_groups[0]["params"], initial_accumulator_value=-1),
+    ]
+    for i, case in enumerate(cases):
+        got, want = [outcome(lambda m=m: case(m, m.optim.SGD([m.nn.Parameter(m.ones(1))], lr=1.0)))
+                     for m in (cl, torch)]
+        assert got[0] == want[0] and (got[0] == "ok" or got[1] == want[1]), (i, got, want)
