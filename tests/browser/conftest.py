@@ -44,7 +44,9 @@ def pytest_terminal_summary(terminalreporter):
 def chromium() -> str:
     found = find_chromium()
     if found is None:
-        unavailable("the browser test needs Chromium: `apt-get install chromium` (Debian, Ubuntu), or set "
+        given = os.environ.get("COURSE_CHROMIUM")
+        unavailable(f"COURSE_CHROMIUM={given} is not an executable" if given else
+                    "the browser test needs Chromium: `apt-get install chromium` (Debian, Ubuntu), or set "
                     "COURSE_CHROMIUM to a Chrome or Chromium executable")
     try:
         import playwright.sync_api  # noqa: F401

@@ -220,10 +220,10 @@ class LabServer:
 
 
 def find_chromium() -> str | None:
-    """Chromium's executable: $COURSE_CHROMIUM, else Debian's ``chromium`` (or another name on PATH)."""
+    """Chromium's executable: $COURSE_CHROMIUM if it is one, else Debian's ``chromium`` (or another name on PATH)."""
     given = os.environ.get("COURSE_CHROMIUM")
     if given:
-        return given
+        return given if os.path.isfile(given) and os.access(given, os.X_OK) else None
     for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
         found = shutil.which(name)
         if found:
