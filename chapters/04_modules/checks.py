@@ -1198,3 +1198,157 @@ def _adam_step(rng):
                          label=f"5 steps of adam_step(params, grads, state, {text}) (problem seed {seed}) -> "
                                "(values after each step, state)"))
     return out
+
+
+# ------------------------------------------------------------------ 04.11 select_conv_backend
+
+#: What ``torch._C._select_conv_backend`` (torch 2.13.0, CPU, padding 0) returned for these convolutions:
+#: (input shape, weight shape, groups, transposed, stride, dilation, output_padding, dtype, torch's number of
+#: threads, torch.backends.mkldnn.enabled, the backend's name). Observed, not computed: the first rows were
+#: chosen to show each rule, the others drawn at random; tests/test_conv_backend_oracle.py re-runs every row
+#: in torch. torch's Python enum has no name for value 9, MkldnnTranspose (it prints ``_ConvBackend.???``).
+CONV_BACKENDS = [
+    ((1, 3, 8, 8), (4, 3, 3, 3), 1, False, (1, 1), (1, 1), (0, 0), 'float32', 2, True, 'Slow2d'),
+    ((2, 3, 8, 8), (4, 3, 3, 3), 1, False, (1, 1), (1, 1), (0, 0), 'float32', 2, True, 'Mkldnn'),
+    ((1, 3, 8, 8), (4, 3, 5, 5), 1, False, (1, 1), (1, 1), (0, 0), 'float32', 2, True, 'Mkldnn'),
+    ((1, 3, 8, 8), (4, 3, 5, 3), 1, False, (1, 1), (1, 1), (0, 0), 'float32', 2, True, 'Slow2d'),
+    ((2, 3, 8, 8), (4, 3, 3, 3), 1, False, (1, 1), (1, 1), (0, 0), 'float64', 2, True, 'Slow2d'),
+    ((1, 3, 100, 100), (4, 3, 3, 3), 1, False, (1, 1), (1, 1), (0, 0), 'float32', 2, True, 'Mkldnn'),
+    ((1, 5, 64, 64), (4, 5, 3, 3), 1, False, (1, 1), (1, 1), (0, 0), 'float32', 2, True, 'Slow2d'),
+    ((1, 5, 64, 65), (4, 5, 3, 3), 1, False, (1, 1), (1, 1), (0, 0), 'float32', 2, True, 'Mkldnn'),
+    ((1, 4, 8, 8), (4, 1, 3, 3), 4, False, (1, 1), (1, 1), (0, 0), 'float32', 2, True, 'Mkldnn'),
+    ((1, 4, 8, 8), (4, 1, 3, 3), 4, False, (1, 1), (1, 1), (0, 0), 'float64', 2, True, 'Slow2d'),
+    ((1, 3, 8, 8), (4, 3, 3, 3), 1, False, (1, 1), (2, 2), (0, 0), 'float32', 2, True, 'SlowDilated2d'),
+    ((1, 3, 8, 8), (4, 3, 3, 3), 1, False, (2, 2), (1, 1), (0, 0), 'float32', 2, True, 'Slow2d'),
+    ((2, 3, 8, 8), (4, 3, 1, 1), 1, False, (1, 1), (1, 1), (0, 0), 'float32', 1, True, 'Slow2d'),
+    ((2, 3, 8, 8), (4, 3, 1, 1), 1, False, (1, 1), (1, 1), (0, 0), 'float32', 2, True, 'Mkldnn'),
+    ((16, 3, 8, 8), (4, 3, 1, 1), 1, False, (1, 1), (1, 1), (0, 0), 'float32', 1, True, 'Mkldnn'),
+    ((2, 3, 8, 8), (4, 3, 1, 1), 1, False, (2, 2), (1, 1), (0, 0), 'float32', 1, True, 'Mkldnn'),
+    ((1, 3, 8, 8), (3, 4, 3, 3), 1, True, (1, 1), (1, 1), (0, 0), 'float32', 2, True, 'SlowTranspose2d'),
+    ((2, 3, 8, 8), (3, 4, 3, 3), 1, True, (1, 1), (1, 1), (0, 0), 'float32', 2, True, 'MkldnnTranspose'),
+    ((2, 3, 8, 8), (3, 4, 3, 3), 1, True, (2, 2), (1, 1), (1, 1), 'float32', 2, True, 'MkldnnTranspose'),
+    ((2, 3, 8, 8), (3, 4, 3, 3), 1, True, (2, 2), (3, 3), (2, 2), 'float32', 2, True, 'SlowTranspose2d'),
+    ((1, 3, 8, 8), (3, 4, 3, 3), 1, True, (1, 1), (2, 2), (0, 0), 'float32', 2, True, 'SlowTranspose2d'),
+    ((2, 3, 8, 8), (3, 4, 3, 3), 1, True, (1, 1), (1, 1), (0, 0), 'float64', 2, True, 'SlowTranspose2d'),
+    ((0, 3, 8, 8), (4, 3, 3, 3), 1, False, (1, 1), (1, 1), (0, 0), 'float32', 2, True, 'Empty'),
+    ((2, 0, 8, 8), (4, 0, 3, 3), 1, False, (1, 1), (1, 1), (0, 0), 'float32', 2, True, 'Empty'),
+    ((1, 3, 8), (4, 3, 3), 1, False, (1,), (1,), (0,), 'float32', 2, True, 'Slow2d'),
+    ((2, 3, 8), (4, 3, 3), 1, False, (1,), (1,), (0,), 'float32', 2, True, 'Mkldnn'),
+    ((1, 3, 4, 4, 4), (4, 3, 3, 3, 3), 1, False, (1, 1, 1), (1, 1, 1), (0, 0, 0), 'float32', 2, True, 'Slow3d'),
+    ((2, 3, 4, 4, 4), (4, 3, 3, 3, 3), 1, False, (1, 1, 1), (1, 1, 1), (0, 0, 0), 'float32', 2, True, 'Mkldnn'),
+    ((1, 3, 6, 6, 6), (4, 3, 3, 3, 3), 1, False, (1, 1, 1), (2, 2, 2), (0, 0, 0), 'float32', 2, True, 'SlowDilated3d'),
+    ((1, 3, 8, 8, 8), (3, 4, 3, 3, 3), 1, True, (1, 1, 1), (1, 1, 1), (0, 0, 0), 'float32', 2, True, 'SlowTranspose3d'),
+    ((2, 3, 8, 8), (4, 3, 3, 3), 1, False, (1, 1), (1, 1), (0, 0), 'float32', 2, False, 'Slow2d'),
+    ((2, 3, 8, 8), (3, 4, 3, 3), 1, True, (1, 1), (1, 1), (0, 0), 'float32', 2, False, 'SlowTranspose2d'),
+    ((16, 3, 8, 8), (4, 3, 3, 3), 1, False, (1, 1), (1, 1), (0, 0), 'float32', 2, False, 'NnpackSpatial'),
+    ((16, 3, 8, 8), (4, 3, 3, 3), 1, False, (1, 1), (2, 2), (0, 0), 'float32', 2, False, 'SlowDilated2d'),
+    ((16, 3, 8, 8), (4, 3, 3, 3), 1, False, (1, 1), (1, 1), (0, 0), 'float64', 2, True, 'Slow2d'),
+    ((16, 1, 20, 20), (2, 1, 17, 17), 1, False, (1, 1), (1, 1), (0, 0), 'float32', 2, False, 'Slow2d'),
+    ((16, 3, 6, 6, 6), (4, 3, 3, 3, 3), 1, False, (1, 1, 1), (1, 1, 1), (0, 0, 0), 'float32', 2, False, 'Slow3d'),
+    ((16, 3, 8), (4, 3, 3), 1, False, (1,), (1,), (0,), 'float32', 1, False, 'NnpackSpatial'),
+    ((1, 3, 103, 79), (6, 3, 5, 5), 1, False, (1, 3), (1, 2), (0, 0), 'float32', 1, True, 'Mkldnn'),
+    ((3, 6, 13, 18), (6, 5, 4, 4), 1, True, (2, 3), (1, 1), (0, 0), 'float32', 1, False, 'SlowTranspose2d'),
+    ((1, 3, 107, 6, 72), (4, 3, 1, 1, 3),
+     1, False, (1, 1, 1), (1, 2, 2), (0, 0, 0), 'float32', 1, True, 'SlowDilated3d'),
+    ((2, 4, 109, 88), (1, 4, 1, 1), 1, False, (1, 2), (2, 1), (0, 0), 'float32', 1, True, 'Mkldnn'),
+    ((3, 4, 66), (4, 1, 3), 4, False, (3,), (1,), (0,), 'float64', 2, True, 'Slow2d'),
+    ((15, 5, 113), (1, 5, 3), 1, False, (2,), (2,), (0,), 'float64', 1, True, 'SlowDilated2d'),
+    ((16, 6, 86, 8), (5, 6, 3, 4), 1, False, (3, 1), (2, 1), (0, 0), 'float32', 2, False, 'SlowDilated2d'),
+    ((15, 5, 4, 68), (2, 5, 1, 1), 1, False, (3, 3), (1, 1), (0, 0), 'float32', 2, True, 'Mkldnn'),
+    ((0, 5, 90, 74), (5, 1, 3, 3), 1, True, (1, 3), (1, 2), (0, 0), 'float32', 1, True, 'Empty'),
+    ((16, 5, 86, 9), (5, 4, 2, 5), 1, True, (1, 1), (1, 1), (0, 0), 'float32', 1, True, 'MkldnnTranspose'),
+    ((17, 3, 96, 119, 61), (6, 1, 3, 3, 3), 3, False, (1, 1, 1), (1, 1, 2), (0, 0, 0), 'float32', 1, True, 'Mkldnn'),
+    ((2, 1, 78, 19), (2, 1, 1, 3), 1, False, (3, 1), (1, 1), (0, 0), 'float32', 1, True, 'Mkldnn'),
+    ((1, 4, 7, 77, 100), (1, 4, 2, 2, 2),
+     1, False, (3, 2, 2), (2, 1, 2), (0, 0, 0), 'float32', 2, True, 'SlowDilated3d'),
+    ((17, 1, 119, 95), (1, 1, 2, 3), 1, False, (3, 2), (2, 2), (0, 0), 'float32', 1, False, 'SlowDilated2d'),
+    ((1, 4, 115, 15, 82), (6, 4, 4, 1, 1),
+     1, False, (2, 2, 1), (1, 2, 1), (0, 0, 0), 'float32', 2, True, 'SlowDilated3d'),
+    ((0, 3, 5), (3, 5, 1), 1, True, (2,), (1,), (0,), 'float32', 2, True, 'Empty'),
+    ((1, 2, 104, 9), (1, 2, 5, 5), 1, False, (1, 2), (1, 1), (0, 0), 'float32', 1, True, 'Mkldnn'),
+    ((17, 5, 72, 86), (5, 5, 5, 1), 1, False, (3, 3), (1, 1), (0, 0), 'float32', 1, True, 'Mkldnn'),
+    ((1, 6, 99, 7), (4, 6, 4, 3), 1, False, (2, 2), (1, 1), (0, 0), 'float32', 1, True, 'Slow2d'),
+    ((1, 1, 13, 14, 102), (5, 1, 3, 3, 3),
+     1, False, (3, 3, 2), (1, 2, 2), (0, 0, 0), 'float32', 2, True, 'SlowDilated3d'),
+    ((16, 5, 14, 78), (5, 6, 1, 1), 1, True, (1, 2), (2, 2), (0, 0), 'float32', 2, True, 'MkldnnTranspose'),
+    ((15, 4, 102, 6), (4, 5, 1, 1), 1, True, (1, 2), (1, 1), (0, 1), 'float32', 1, False, 'SlowTranspose2d'),
+    ((15, 4, 107, 68), (6, 4, 5, 5), 1, False, (1, 1), (1, 1), (0, 0), 'float32', 2, True, 'Mkldnn'),
+    ((15, 3, 11), (2, 3, 5), 1, False, (3,), (1,), (0,), 'float64', 1, True, 'Slow2d'),
+    ((3, 6, 17, 8), (2, 6, 4, 2), 1, False, (3, 1), (1, 1), (0, 0), 'float64', 2, True, 'Slow2d'),
+    ((0, 4, 17, 13), (1, 4, 4, 4), 1, False, (1, 2), (1, 1), (0, 0), 'float32', 2, True, 'Empty'),
+    ((1, 4, 86, 19, 99), (4, 3, 5, 5, 5),
+     1, True, (1, 2, 1), (1, 1, 2), (0, 0, 0), 'float32', 1, True, 'MkldnnTranspose'),
+    ((15, 5, 11, 8), (6, 5, 1, 5), 1, False, (1, 2), (1, 1), (0, 0), 'float32', 2, True, 'Mkldnn'),
+    ((1, 5, 84, 84), (5, 1, 5, 4), 5, False, (2, 2), (2, 1), (0, 0), 'float32', 1, True, 'Mkldnn'),
+    ((17, 5, 64, 75), (1, 5, 4, 4), 1, False, (1, 1), (1, 2), (0, 0), 'float64', 2, True, 'SlowDilated2d'),
+    ((1, 6, 95, 119, 96), (6, 6, 4, 5, 3),
+     1, True, (3, 2, 3), (1, 1, 2), (0, 1, 0), 'float32', 1, False, 'SlowTranspose3d'),
+    ((1, 1, 15, 14), (1, 6, 3, 3), 1, True, (3, 2), (1, 1), (0, 0), 'float64', 1, True, 'SlowTranspose2d'),
+    ((3, 1, 70, 14), (1, 3, 1, 1), 1, True, (1, 1), (2, 2), (0, 0), 'float32', 2, True, 'MkldnnTranspose'),
+    ((2, 5, 6, 16), (5, 6, 3, 2), 1, True, (3, 2), (1, 2), (0, 0), 'float32', 1, True, 'MkldnnTranspose'),
+    ((0, 3, 18, 93, 7), (3, 1, 2, 4, 5), 1, True, (1, 1, 2), (1, 1, 1), (0, 0, 0), 'float32', 2, True, 'Empty'),
+    ((2, 3, 107, 72, 83), (5, 3, 5, 3, 5),
+     1, False, (2, 1, 2), (2, 1, 1), (0, 0, 0), 'float64', 2, True, 'SlowDilated3d'),
+    ((1, 3, 5, 6, 9), (1, 3, 1, 4, 1), 1, False, (1, 2, 1), (2, 1, 1), (0, 0, 0), 'float64', 2, True, 'SlowDilated3d'),
+    ((15, 4, 117), (6, 4, 3), 1, False, (1,), (1,), (0,), 'float32', 1, True, 'Mkldnn'),
+    ((1, 6, 81, 113, 18), (6, 6, 2, 2, 2),
+     1, True, (3, 2, 1), (1, 1, 1), (0, 0, 0), 'float32', 1, True, 'MkldnnTranspose'),
+    ((2, 6, 81, 17, 96), (6, 5, 1, 4, 4),
+     1, True, (3, 2, 1), (1, 2, 1), (0, 0, 0), 'float32', 1, False, 'SlowTranspose3d'),
+    ((17, 5, 14), (3, 5, 5), 1, False, (1,), (2,), (0,), 'float32', 1, True, 'Mkldnn'),
+    ((1, 4, 16, 4, 10), (1, 4, 3, 3, 3), 1, False, (3, 1, 1), (1, 1, 1), (0, 0, 0), 'float32', 2, True, 'Slow3d'),
+    ((15, 6, 82, 60), (5, 6, 5, 5), 1, False, (1, 2), (1, 1), (0, 0), 'float32', 2, True, 'Mkldnn'),
+    ((1, 1, 108, 16), (3, 1, 1, 1), 1, False, (3, 1), (1, 1), (0, 0), 'float64', 2, True, 'Slow2d'),
+    ((1, 1, 106, 7), (5, 1, 3, 4), 1, False, (2, 3), (1, 2), (0, 0), 'float32', 1, True, 'SlowDilated2d'),
+    ((3, 4, 13, 6), (4, 4, 5, 3), 1, False, (1, 1), (1, 1), (0, 0), 'float64', 1, True, 'Slow2d'),
+    ((1, 1, 100, 6), (1, 6, 1, 1), 1, True, (2, 1), (1, 2), (0, 1), 'float32', 2, True, 'SlowTranspose2d'),
+    ((16, 1, 5, 18), (3, 1, 1, 1), 1, False, (1, 2), (1, 1), (0, 0), 'float32', 1, True, 'Mkldnn'),
+    ((17, 4, 8), (4, 4, 1), 1, False, (1,), (1,), (0,), 'float64', 2, True, 'Slow2d'),
+    ((1, 2, 73, 84), (3, 2, 2, 2), 1, False, (3, 2), (1, 2), (0, 0), 'float64', 2, True, 'SlowDilated2d'),
+    ((17, 3, 14, 15), (5, 3, 3, 4), 1, False, (1, 1), (1, 2), (0, 0), 'float32', 2, False, 'SlowDilated2d'),
+    ((17, 6, 10, 93), (2, 6, 1, 1), 1, False, (1, 1), (1, 1), (0, 0), 'float32', 2, False, 'NnpackSpatial'),
+    ((16, 1, 67, 15), (1, 1, 3, 3), 1, False, (3, 1), (1, 2), (0, 0), 'float64', 2, True, 'SlowDilated2d'),
+    ((3, 1, 73, 10, 68), (2, 1, 4, 4, 4), 1, False, (1, 1, 1), (2, 2, 1), (0, 0, 0), 'float32', 1, True, 'Mkldnn'),
+    ((0, 4, 117, 83, 9), (3, 4, 3, 5, 2), 1, False, (1, 2, 3), (1, 1, 1), (0, 0, 0), 'float32', 1, True, 'Empty'),
+    ((16, 3, 76), (2, 3, 4), 1, False, (1,), (2,), (0,), 'float64', 1, True, 'SlowDilated2d'),
+    ((2, 2, 110, 84), (3, 2, 3, 2), 1, False, (3, 3), (1, 1), (0, 0), 'float32', 2, True, 'Mkldnn'),
+    ((17, 1, 64), (3, 1, 1), 1, False, (2,), (1,), (0,), 'float32', 1, True, 'Mkldnn'),
+    ((1, 5, 11, 97), (1, 5, 3, 5), 1, False, (1, 1), (1, 1), (0, 0), 'float64', 2, True, 'Slow2d'),
+    ((1, 5, 80), (3, 5, 4), 1, False, (1,), (1,), (0,), 'float32', 2, False, 'Slow2d'),
+    ((16, 5, 119), (5, 2, 3), 5, True, (2,), (1,), (1,), 'float32', 2, True, 'MkldnnTranspose'),
+    ((1, 6, 16), (1, 6, 1), 1, False, (2,), (1,), (0,), 'float32', 2, True, 'Slow2d'),
+    ((3, 4, 10, 15), (4, 1, 3, 3), 1, True, (1, 2), (1, 1), (0, 0), 'float64', 1, True, 'SlowTranspose2d'),
+    ((17, 5, 75, 114, 112), (10, 1, 1, 5, 3),
+     5, False, (3, 1, 3), (2, 2, 1), (0, 0, 0), 'float64', 2, True, 'SlowDilated3d'),
+    ((2, 2, 9, 115, 71), (5, 2, 3, 3, 3),
+     1, False, (3, 1, 3), (1, 1, 2), (0, 0, 0), 'float64', 1, True, 'SlowDilated3d'),
+    ((3, 1, 88), (2, 1, 2), 1, False, (1,), (1,), (0,), 'float32', 1, True, 'Mkldnn'),
+    ((2, 3, 93, 102), (6, 3, 3, 3), 1, False, (3, 3), (1, 1), (0, 0), 'float32', 1, True, 'Mkldnn'),
+    ((17, 5, 108, 90), (5, 4, 1, 5), 1, True, (2, 1), (1, 1), (0, 0), 'float32', 2, True, 'MkldnnTranspose'),
+    ((0, 1, 11, 94), (1, 3, 2, 2), 1, True, (1, 1), (1, 1), (0, 0), 'float64', 1, True, 'Empty'),
+    ((17, 5, 11, 92), (2, 5, 3, 3), 1, False, (1, 3), (1, 1), (0, 0), 'float32', 1, True, 'Mkldnn'),
+    ((3, 5, 14), (4, 5, 4), 1, False, (1,), (1,), (0,), 'float32', 1, True, 'Mkldnn'),
+    ((1, 6, 109), (2, 6, 1), 1, False, (1,), (1,), (0,), 'float32', 2, True, 'Slow2d'),
+]
+_CONV_BACKENDS_FIXED = 38       # the hand-picked rows at the top of CONV_BACKENDS
+
+
+def _conv_backend_label(row) -> str:
+    ish, wsh, groups, transposed, stride, dilation, output_padding, dtype, threads, mkldnn = row[:10]
+    return (f"select_conv_backend({ish}, {wsh}, groups={groups}, transposed={transposed}, stride={stride}, "
+            f"dilation={dilation}, output_padding={output_padding}, dtype={dtype!r}, num_threads={threads}, "
+            f"mkldnn_enabled={mkldnn})")
+
+
+@exercise("04.11", title="select_conv_backend", points=2,
+          hint="Empty for a zero batch or zero channels; a 1-d convolution is a 2-d one with height 1. oneDNN "
+               "(Mkldnn, or MkldnnTranspose) needs: enabled, float32, output_padding < stride when transposed, "
+               "(strided or dilated or N >= 16 or a kernel that is not 1x1 or more than one thread) and (groups > 1 "
+               "or kernel larger than 3x3 in both sizes or N > 1 or the product of the input's first four sizes > "
+               "20480). Else NnpackSpatial (float32, 2-d, not dilated or transposed, kernel < 17, N >= 16), else "
+               "SlowTranspose, SlowDilated or Slow with 2d or 3d.")
+def _select_conv_backend(rng):
+    rows = CONV_BACKENDS[:_CONV_BACKENDS_FIXED]
+    rest = CONV_BACKENDS[_CONV_BACKENDS_FIXED:]
+    rows += [rest[int(k)] for k in rng.choice(len(rest), size=16, replace=False)]
+    return [call(*row[:10], expected=row[10], label=_conv_backend_label(row)) for row in rows]

@@ -22,7 +22,11 @@
 # - `record_activations`: forward hooks that collect activation statistics, which we then plot;
 # - `MyLinear`, a layer from scratch, and `conv2d_im2col`, a convolution as one matrix product;
 # - `make_layer`, the function that stacks ResNet's residual blocks;
-# - `sgd_step`, stochastic gradient descent with momentum, exactly as `torch.optim.SGD` does it.
+# - `sgd_step`, stochastic gradient descent with momentum, exactly as `torch.optim.SGD` does it;
+# - `module_apply`, the walk behind `.to()`, `.half()` and `.double()` that converts a model in place, and
+#   `adam_step`, Adam and AdamW with their bias correction and decoupled weight decay;
+# - `select_conv_backend`, PyTorch's choice between oneDNN and im2col for a CPU convolution, and
+#   `PrimitiveCache`, the LRU cache oneDNN keeps its compiled convolutions in.
 #
 # Then you will train a small convolutional network to over 95% test accuracy in a few seconds and measure
 # where its time goes.
@@ -1439,18 +1443,134 @@ else:
     ax.legend()
     plt.show()
 
-# %% [markdown] id="summary"
+# %% [markdown] id="measure-after"
 # course_lib's curve follows the numpy floor: with one matrix product per call, the framework adds a fixed
 # cost per call (argument handling, dispatcher, plan lookup, result tensor) that matters only for small batches.
 # PyTorch is faster again, and it does not use one algorithm for every batch size: for a single image
 # (`N = 1`) it picks its `Slow2d` backend, im2col plus one matrix product like ours, and only from `N = 2`
 # its oneDNN kernel, which computes the convolution directly, without materialising the column matrix, and is
-# tuned for the machine's vector instructions. `torch._C._select_conv_backend(x, w, None, stride, padding,
-# dilation, False, [0, 0], 1, None)` tells which one a call gets.
+# tuned for the machine's vector instructions. The next section reproduces that choice.
 # `bench/bench_nn.py` runs the bigger workloads of this chapter (an MLP training step, a convolution forward
 # and backward, resnet18 inference) beside numpy and PyTorch, the same way: `make bench` runs every benchmark,
 # `.venv/bin/python bench/run.py -k resnet18` only the matching ones.
+
+# %% [markdown] id="conv-backend-md"
+# ## 14 · How PyTorch picks a convolution backend, and the primitive cache
 #
+# `torch.conv2d(x, w)` enters C++ through `THPVariable_conv2d`, a generated binding (the entry
+# `{"conv2d", THPVariable_conv2d, ...}` of the `PyMethodDef torch_functions[]` table in
+# `torch/csrc/autograd/generated/python_torch_functions_*.cpp`), then runs `at::conv2d` -> `at::convolution` ->
+# `at::_convolution` in `aten/src/ATen/native/Convolution.cpp`. There, one function, `select_conv_backend`, looks
+# at the shapes, dtype, flags and the machine and returns a value of the enum `ConvBackend`
+# (`aten/src/ATen/native/ConvUtils.h`); a `switch` on it calls the kernel. On a CPU the candidates are:
+#
+# | backend | what it is |
+# |---|---|
+# | `Empty` | a zero batch or zero channels: no computation, an empty result of the right shape |
+# | `Mkldnn`, `MkldnnTranspose` | oneDNN (formerly MKL-DNN), through `aten/src/ATen/native/mkldnn/Conv.cpp` and ideep |
+# | `NnpackSpatial` | NNPACK, for large batches when oneDNN is off |
+# | `Slow2d`, `Slow3d` | im2col plus one matrix product (`ConvolutionMM2d.cpp`, `Unfold2d.cpp`): what you wrote in 04.6 |
+# | `SlowDilated2d`, `SlowDilated3d` | the same for dilated convolutions (`NaiveDilatedConvolution.cpp`) |
+# | `SlowTranspose2d`, `SlowTranspose3d` | transposed convolution by col2im (`NaiveConvolutionTranspose2d.cpp`) |
+#
+# The rule that decides between oneDNN and the slow path (`ConvParams::use_mkldnn`) is a performance heuristic
+# written down by someone who measured: oneDNN has a fixed cost per call (it may reorder the weight into its own
+# blocked layout, and it builds a *primitive* for the shapes, see below), so for one small image the plain im2col
+# path wins. `torch._C._select_conv_backend(input, weight, bias, stride, padding, dilation, transposed,
+# output_padding, groups)` runs the choice without the convolution; the next cell asks it about a few convolutions
+# if PyTorch is installed.
+
+# %% id="conv-backend-torch" grader_runs="torch = None  # `course grade` does not import PyTorch"
+try:
+    import torch
+except ImportError:
+    torch = None
+    print("PyTorch is not installed (`make oracle` installs it); the table in checks.py holds what it answers.")
+
+if torch is not None:
+    def torch_backend(input_shape, weight_shape, groups=1, transposed=False, stride=1, dtype=torch.float32):
+        nd = len(input_shape) - 2
+        x, w = torch.zeros(input_shape, dtype=dtype), torch.zeros(weight_shape, dtype=dtype)
+        b = torch._C._select_conv_backend(x, w, None, [stride] * nd, [0] * nd, [1] * nd, transposed, [0] * nd, groups)
+        return "MkldnnTranspose" if int(b) == 9 else b.name    # value 9 has no name in torch's Python enum
+
+    print("threads:", torch.get_num_threads(), "| oneDNN enabled:", torch.backends.mkldnn.enabled)
+    for args in [((1, 3, 32, 32), (8, 3, 3, 3)), ((2, 3, 32, 32), (8, 3, 3, 3)), ((1, 3, 32, 32), (8, 3, 5, 5)),
+                 ((1, 3, 100, 100), (8, 3, 3, 3)), ((1, 8, 32, 32), (8, 1, 3, 3), 8),
+                 ((2, 3, 32, 32), (3, 8, 3, 3), 1, True), ((2, 3, 32, 32), (8, 3, 3, 3), 1, False, 1, torch.float64)]:
+        print(f"{torch_backend(*args):16}", args)
+
+# %% [markdown] id="ex-04-11-task"
+# > **In PyTorch:** `aten/src/ATen/native/Convolution.cpp`: `_select_conv_backend` and the `ConvParams` methods it
+# > asks (`use_mkldnn`, `use_nnpack`, `is_output_padding_big`, `is_strided`, `is_dilated`; `is_depthwise` is true
+# > only for CUDA tensors, so a depthwise convolution has no path of its own on a CPU), and `view4d` in
+# > `_convolution` (a 1-d convolution runs as a 2-d one of height 1).
+#
+# ## Exercise 04.11 · `select_conv_backend` (2 points)
+#
+# Write `select_conv_backend(input_shape, weight_shape, groups=1, transposed=False, stride=(1, 1), dilation=(1, 1),
+# output_padding=(0, 0), dtype="float32", num_threads=2, mkldnn_enabled=True)`, returning the name of the
+# backend torch 2.13.0 picks on a CPU, for a convolution with padding 0. `stride`, `dilation` and `output_padding`
+# have one number per spatial dimension; `dtype` is `"float32"` or `"float64"`; `num_threads` is
+# `torch.get_num_threads()` and `mkldnn_enabled` is `torch.backends.mkldnn.enabled`. For a transposed
+# convolution the weight is `(C_in, C_out / groups, k...)`. The rules, in order:
+#
+# 1. a batch of 0 or 0 channels: `"Empty"`;
+# 2. a 1-d convolution (`input_shape` of length 3) is treated as a 2-d one: input `(N, C, 1, L)`, weight
+#    `(O, I, 1, k)`, and stride, dilation, output padding get a leading `1`, `1`, `0`;
+# 3. **oneDNN** when all of these hold: it is enabled; the dtype is float32; the convolution is not transposed
+#    with an output padding at least its stride in some dimension; (it is strided, or dilated, or `N >= 16`, or the
+#    kernel's last two sizes are not both 1, or `num_threads > 1`); and (`groups > 1`, or the kernel's last two
+#    sizes are both greater than 3, or `N > 1`, or the product of the input's first four sizes is greater than
+#    20480). It returns `"MkldnnTranspose"` for a transposed convolution and `"Mkldnn"` otherwise;
+# 4. **NNPACK**, `"NnpackSpatial"`: float32, a 2-d convolution (after rule 2), not dilated, not transposed, both
+#    kernel sizes below 17, and `N >= 16`;
+# 5. otherwise the slow path: `"SlowTranspose2d"` for a transposed one, `"SlowDilated2d"` for a dilated one, else
+#    `"Slow2d"`, with `3d` in place of `2d` for a 3-d convolution (`input_shape` of length 5).
+#
+# The check compares your answers with a table of what `torch._C._select_conv_backend` returned for 110
+# convolutions (it is `CONV_BACKENDS` in `chapters/04_modules/checks.py`, and a test re-runs it in PyTorch);
+# grading does not need PyTorch. Do not call PyTorch or look answers up in that table: the rules are the exercise.
+#
+# *Hint:* "strided" means some stride is not 1 and "dilated" some dilation is not 1; for a 3-d input the "first
+# four sizes" are `N, C, D, H` (the heuristic was written for 4-d tensors and nobody changed it).
+
+# %% id="ex-04-11-solution" tags=["solution"] exercise="04.11"
+def select_conv_backend(input_shape: tuple, weight_shape: tuple, groups: int = 1, transposed: bool = False,
+                        stride: tuple = (1, 1), dilation: tuple = (1, 1), output_padding: tuple = (0, 0),
+                        dtype: str = "float32", num_threads: int = 2, mkldnn_enabled: bool = True) -> str:
+    """The backend `_convolution` picks for a CPU convolution (padding 0), as the ConvBackend's name."""
+    ### BEGIN SOLUTION
+    if input_shape[0] == 0 or input_shape[1] == 0:
+        return "Empty"
+    if len(input_shape) == 3:                      # conv1d runs as conv2d with height 1
+        input_shape = (input_shape[0], input_shape[1], 1, input_shape[2])
+        weight_shape = (weight_shape[0], weight_shape[1], 1, weight_shape[2])
+        stride, dilation, output_padding = (1, *stride), (1, *dilation), (0, *output_padding)
+    n, c, d1, d2 = input_shape[:4]
+    kh, kw = weight_shape[-2:]
+    strided = any(s != 1 for s in stride)
+    dilated = any(d != 1 for d in dilation)
+    padding_big = transposed and any(op >= s for op, s in zip(output_padding, stride))
+    mkldnn = (mkldnn_enabled and dtype == "float32" and not padding_big
+              and (strided or dilated or n >= 16 or kh != 1 or kw != 1 or num_threads > 1)
+              and (groups > 1 or (kh > 3 and kw > 3) or n > 1 or n * c * d1 * d2 > 20480))
+    if mkldnn:
+        return "MkldnnTranspose" if transposed else "Mkldnn"
+    dims = "3d" if len(input_shape) == 5 else "2d"
+    if (dtype == "float32" and dims == "2d" and not dilated and not transposed and kh < 17 and kw < 17
+            and n >= 16):
+        return "NnpackSpatial"
+    if transposed:
+        return "SlowTranspose" + dims
+    return ("SlowDilated" if dilated else "Slow") + dims
+    ### END SOLUTION
+
+
+# %% id="ex-04-11-check" tags=["check", "nbval-check-output"] exercise="04.11" points=2
+check("04.11", select_conv_backend)
+
+# %% [markdown] id="summary"
 # ## Summary and what comes next
 #
 # - A `Module` is three ordered dictionaries, `_parameters`, `_buffers` and `_modules`, filled by
@@ -1463,6 +1583,11 @@ else:
 #   shapes, record activation statistics, summarise ResNet and time layers.
 # - `Linear` is `x @ W.t() + b`; `Conv2d` is im2col plus one matrix product, behind a cached plan; ResNet is
 #   residual blocks stacked by `_make_layer`; SGD with momentum is four lines per parameter.
+# - `.to()`, `.half()`, `.double()` are one walk, `_apply`, which swaps each parameter's data and keeps the
+#   `Parameter` object the optimizer holds; `requires_grad_(False)` freezes. Adam divides bias-corrected moment
+#   estimates; AdamW decays the weights apart from the gradient.
+# - PyTorch picks a convolution backend per call from shapes, dtype and thread count (im2col for one small
+#   image, oneDNN from two), and oneDNN keeps what it builds for each shape in an LRU cache of 1024 entries.
 #
 # In **chapter 05** we open up normalization layers: BatchNorm's running statistics, LayerNorm, GroupNorm,
 # and why train and eval behave differently.

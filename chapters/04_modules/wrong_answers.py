@@ -622,6 +622,55 @@ def adam_step_counts_from_zero(params, grads, state, lr, betas=(0.9, 0.999), eps
     _adam(params, grads, state, lr, betas, eps, weight_decay, decoupled, start=0)
 
 
+
+# ------------------------------------------------------------------ 04.11 select_conv_backend
+def _backend(input_shape, weight_shape, groups=1, transposed=False, stride=(1, 1), dilation=(1, 1),
+             output_padding=(0, 0), dtype="float32", num_threads=2, mkldnn_enabled=True, *, threads_matter=True,
+             dtype_matters=True, size_limit_inclusive=False, transpose_on_mkldnn=True, check_output_padding=True,
+             nnpack=True, view_1d=True):
+    if input_shape[0] == 0 or input_shape[1] == 0:
+        return "Empty"
+    if len(input_shape) == 3 and view_1d:
+        input_shape = (input_shape[0], input_shape[1], 1, input_shape[2])
+        weight_shape = (weight_shape[0], weight_shape[1], 1, weight_shape[2])
+        stride, dilation, output_padding = (1, *stride), (1, *dilation), (0, *output_padding)
+    n = input_shape[0]
+    size = n * input_shape[1] * input_shape[2] * (input_shape[3] if len(input_shape) > 3 else 1)
+    kh, kw = weight_shape[-2:]
+    strided, dilated = any(v != 1 for v in stride), any(v != 1 for v in dilation)
+    padding_big = check_output_padding and transposed and any(op >= st for op, st in zip(output_padding, stride))
+    big = size >= 20480 if size_limit_inclusive else size > 20480
+    mkldnn = (mkldnn_enabled and (dtype == "float32" or not dtype_matters) and not padding_big
+              and (strided or dilated or n >= 16 or kh != 1 or kw != 1 or num_threads > 1 or not threads_matter)
+              and (groups > 1 or (kh > 3 and kw > 3) or n > 1 or big)
+              and (transpose_on_mkldnn or not transposed))
+    if mkldnn:
+        return "MkldnnTranspose" if transposed else "Mkldnn"
+    dims = "3d" if len(input_shape) == 5 else "2d"
+    if nnpack and dtype == "float32" and len(input_shape) == 4 and not dilated and not transposed and kh < 17 \
+            and kw < 17 and n >= 16:
+        return "NnpackSpatial"
+    if transposed:
+        return "SlowTranspose" + dims
+    return ("SlowDilated" if dilated else "Slow") + dims
+
+
+def _backend_variant(**flags):
+    def select_conv_backend(*args, **kwargs):
+        return _backend(*args, **kwargs, **flags)
+    select_conv_backend.__qualname__ = "select_conv_backend_" + "_".join(f"{k}_{v}" for k, v in flags.items())
+    return select_conv_backend
+
+
+def select_conv_backend_batch_only(input_shape, weight_shape, groups=1, transposed=False, stride=(1, 1),
+                                   dilation=(1, 1), output_padding=(0, 0), dtype="float32", num_threads=2,
+                                   mkldnn_enabled=True):
+    """The one-line summary: Slow2d for one image, Mkldnn from two."""
+    if input_shape[0] == 0:
+        return "Empty"
+    return "Mkldnn" if input_shape[0] > 1 else "Slow2d"
+
+
 WRONG = {
     "04.1": [_mini_module_class(_setattr_no_registration), _mini_module_class(_setattr_no_removal),
              _mini_module_class(_setattr_no_type_errors), _mini_module_class(_setattr_short_messages)],
@@ -645,4 +694,9 @@ WRONG = {
              module_apply_no_recursion],
     "04.10": [adam_step_no_bias_correction, adam_step_corrects_only_m, adam_step_l2_instead_of_decoupled,
               adam_step_decays_after_update, adam_step_eps_inside_sqrt, adam_step_counts_from_zero],
+    "04.11": [select_conv_backend_batch_only, _backend_variant(threads_matter=False),
+              _backend_variant(dtype_matters=False),
+              _backend_variant(size_limit_inclusive=True), _backend_variant(transpose_on_mkldnn=False),
+              _backend_variant(check_output_padding=False), _backend_variant(nnpack=False),
+              _backend_variant(view_1d=False)],
 }
