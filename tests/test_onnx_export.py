@@ -137,6 +137,7 @@ CASES = [
     ("adaptive_avg_pool_3", lambda m, x: F.adaptive_avg_pool2d(x, 3), [(2, 2, 5, 4)], [(2, 2, 5, 4)], {}),
     ("unsqueeze_squeeze_log_softmax", lambda m, x: F.log_softmax(x.unsqueeze(1), -1).squeeze(1) + x.exp(),
      [(2, 5)], [(9, 5)], {0: "b"}),
+    ("constant_output", lambda m, x: ((m.w.t() * 2).sum(0), x + 1, x + 1), [(2, 3)], [(4, 3)], {0: "b"}),
     ("two_inputs_two_outputs", lambda m, x, y: (x * y, (x + y).flatten(1)), [(2, 3, 2), (2, 3, 2)],
      [(4, 3, 2), (4, 3, 2)], {0: "b"}),
 ]

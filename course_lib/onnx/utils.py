@@ -242,19 +242,10 @@ class _Exporter:
         for n, name, dims in zip(input_nodes, input_names, input_dims):
             self.names[n] = name
             self.dims[n] = dims
-        # results that are graph outputs are written under the output's name
-        pending = []
-        for n, name in zip(output_nodes, output_names):
-            r = self.resolve(n)
-            if r.op == "call_function" and r not in self.names and r not in self.consts and not self._foldable(r):
-                self.names[r] = name
-            else:
-                pending.append((n, name))
         for node in self.gm.graph.nodes:
             if node.op == "call_function":
                 self.emit(node)
-        for n, name in pending:
-            self.add("Identity", [self.value(n)], name)
+        self._name_outputs(output_nodes, output_names, set(input_names))
         inputs = [helper.make_tensor_value_info(name, _elem_type(n), _dims(self.shape(n), d))
                   for n, name, d in zip(input_nodes, input_names, input_dims)]
         outputs = []
@@ -271,9 +262,21 @@ class _Exporter:
         onnx.checker.check_model(model)
         return model
 
-    def _foldable(self, node: Node) -> bool:
-        args = [a for a in _flat(node.args) if isinstance(a, Node)]
-        return self.fold and bool(args) and all(self.resolve(a).op == "get_attr" for a in args)
+    def _name_outputs(self, output_nodes: list[Node], output_names: list[str], input_names: set[str]) -> None:
+        """Give the graph's outputs their names: the node computing one writes it under that name; an
+        output that is an input, a constant or another output's value gets an Identity node."""
+        renames: dict[str, str] = {}
+        for n, name in zip(output_nodes, output_names):
+            r = self.resolve(n)
+            internal = self.names.get(r)
+            if r.op == "call_function" and r not in self.consts and internal is not None \
+                    and internal not in renames and internal not in input_names:
+                renames[internal] = name
+            else:
+                self.add("Identity", [self.value(n)], name)
+        for proto in self.nodes:
+            for field in (proto.input, proto.output):
+                field[:] = [renames.get(v, v) for v in field]
 
 
 def _flat(args: Any):
