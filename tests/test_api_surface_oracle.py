@@ -337,6 +337,12 @@ OPTIMIZERS = [
     ("RMSprop", {"alpha": 0.9, "eps": 1e-3, "maximize": True, "momentum": 0.5}),
     ("Adagrad", {}), ("Adagrad", {"lr": 0.1, "lr_decay": 0.05, "weight_decay": 0.1, "initial_accumulator_value": 0.2}),
     ("Adagrad", {"eps": 1e-3, "maximize": True}),
+    ("Adadelta", {}), ("Adadelta", {"lr": 0.5, "rho": 0.8, "weight_decay": 0.1, "maximize": True}),
+    ("Adamax", {}), ("Adamax", {"lr": 0.01, "betas": (0.8, 0.9), "weight_decay": 0.1}),
+    ("NAdam", {}), ("NAdam", {"lr": 0.01, "momentum_decay": 0.01, "weight_decay": 0.1}),
+    ("NAdam", {"weight_decay": 0.1, "decoupled_weight_decay": True, "maximize": True}),
+    ("RAdam", {}), ("RAdam", {"lr": 0.01, "betas": (0.5, 0.6), "weight_decay": 0.1}),
+    ("RAdam", {"betas": (0.5, 0.6), "weight_decay": 0.1, "decoupled_weight_decay": True}),
 ]
 
 
@@ -351,7 +357,7 @@ def test_optimizer_trajectories_and_state(torch, name, kw, dtype):
         spare = m.nn.Parameter(m.ones(2, dtype=getattr(m, dtype)))  # never gets a gradient
         opt = getattr(m.optim, name)([w, spare], **kw)
         traj = []
-        for _ in range(5):
+        for _ in range(7):  # RAdam rectifies from step 6
             opt.zero_grad()
             loss = ((m.tensor(x, dtype=w.dtype) @ w.t() - m.tensor(y, dtype=w.dtype)) ** 2).mean()
             loss.backward()

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _dtype
 from .._ops.common import wrap
+from ._single_tensor import call_closure, params_with_grad, step_tensor
 from .optimizer import Optimizer, _use_grad
 
 __all__ = ["Adagrad"]
@@ -43,26 +43,15 @@ class Adagrad(Optimizer):
         for group in self.param_groups:
             for p in group["params"]:
                 state = self.state[p]
-                state["step"] = wrap(np.zeros((), np.float32), _dtype.float32)
+                state["step"] = step_tensor()
                 state["sum"] = wrap(np.full_like(p._np(), initial_accumulator_value), p.dtype)
 
     @_use_grad
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            from ..autograd.grad_mode import enable_grad
-            with enable_grad():
-                loss = closure()
+        loss = call_closure(closure)
         for group in self.param_groups:
             lr, lr_decay, eps, wd = group["lr"], group["lr_decay"], group["eps"], group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                grad = p.grad._np()
-                if group["maximize"]:
-                    grad = -grad
-                w = p._np()
-                state = self.state[p]
+            for _, w, grad, state in params_with_grad(self, group):
                 step_t = state["step"]
                 step_t._np()[...] += 1
                 step = float(step_t._np())
@@ -74,7 +63,4 @@ class Adagrad(Optimizer):
                 std = np.sqrt(s)
                 std += eps
                 w += -clr * (grad / std)                        # addcdiv_(grad, std, value=-clr)
-                step_t._bump_version()
-                state["sum"]._bump_version()
-                p._bump_version()
         return loss

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _dtype
-from .._ops.common import wrap
+from ._single_tensor import call_closure, params_with_grad, step_tensor, zeros_state
 from .optimizer import Optimizer, _use_grad
 
 __all__ = ["RMSprop"]
@@ -40,29 +39,18 @@ class RMSprop(Optimizer):
 
     @_use_grad
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            from ..autograd.grad_mode import enable_grad
-            with enable_grad():
-                loss = closure()
+        loss = call_closure(closure)
         for group in self.param_groups:
             lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
             wd, momentum = group["weight_decay"], group["momentum"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                grad = p.grad._np()
-                if group["maximize"]:
-                    grad = -grad
-                w = p._np()
-                state = self.state[p]
+            for p, w, grad, state in params_with_grad(self, group):
                 if len(state) == 0:
-                    state["step"] = wrap(np.zeros((), np.float32), _dtype.float32)
-                    state["square_avg"] = wrap(np.zeros_like(w), p.dtype)
+                    state["step"] = step_tensor()
+                    state["square_avg"] = zeros_state(p)
                     if momentum > 0:
-                        state["momentum_buffer"] = wrap(np.zeros_like(w), p.dtype)
+                        state["momentum_buffer"] = zeros_state(p)
                     if group["centered"]:
-                        state["grad_avg"] = wrap(np.zeros_like(w), p.dtype)
+                        state["grad_avg"] = zeros_state(p)
                 state["step"]._np()[...] += 1
                 if wd != 0:
                     grad = grad + wd * w
@@ -83,7 +71,4 @@ class RMSprop(Optimizer):
                     w += -lr * buf
                 else:
                     w += -lr * (grad / avg)                     # addcdiv_(grad, avg, value=-lr)
-                for t in state.values():
-                    t._bump_version()
-                p._bump_version()
         return loss
