@@ -3,7 +3,8 @@
 Expected values come from course_lib's library run on the same inputs in the grader: ``nn.Module``
 itself (04.1, 04.2's ``named_parameters``, 04.3's ``load_state_dict``), a global forward hook
 (04.4), ``nn.Linear`` and ``F.linear`` (04.5), ``F.conv2d`` (04.6), ``ResNet._make_layer`` (04.7),
-``optim.SGD`` (04.8), ``Module._apply`` (04.9) and ``optim.Adam``/``optim.AdamW`` (04.10). Models
+``optim.SGD`` (04.8), ``Module._apply`` (04.9), ``optim.Adam``/``optim.AdamW`` (04.10) and
+``functools.lru_cache`` (04.12, ``LibraryCache``); 04.11's are ``CONV_BACKENDS``, observed from torch. Models
 cannot travel to the kernel, so a probe builds them there from a name or a seed (``_random_net``,
 ``_random_mlp``) and the grader builds the same ones; a failure names the seed, and
 ``course.checks.chapter_checks("04")._random_net(seed)`` rebuilds that model. Probes (the functions
@@ -13,6 +14,7 @@ as the hooks left on a model, the grad mode while it ran, or the lines of Python
 from __future__ import annotations
 
 import collections
+import functools
 import math
 import sys
 from typing import Any, Callable
@@ -1352,3 +1354,90 @@ def _select_conv_backend(rng):
     rest = CONV_BACKENDS[_CONV_BACKENDS_FIXED:]
     rows += [rest[int(k)] for k in rng.choice(len(rest), size=16, replace=False)]
     return [call(*row[:10], expected=row[10], label=_conv_backend_label(row)) for row in rows]
+
+
+# ------------------------------------------------------------------ 04.12 PrimitiveCache
+
+
+class LibraryCache:
+    """The reference for 04.12: ``functools.lru_cache`` behind the exercise's interface.
+
+    ``fetch_or_create(key, create)`` runs a function cached with ``lru_cache(maxsize=capacity)`` that
+    calls the ``create`` of the call that missed; ``hits``, ``misses`` and ``len()`` come from its
+    ``cache_info()``. The chapter's measurement cell falls back on it when 04.12 is not done yet.
+    """
+
+    def __init__(self, capacity: int = 1024):
+        self.capacity = capacity
+        self._create: Callable[[], Any] | None = None
+        self._get = functools.lru_cache(maxsize=capacity)(lambda key: self._create())
+
+    def fetch_or_create(self, key, create: Callable[[], Any]):
+        self._create = create
+        return self._get(key)
+
+    @property
+    def hits(self) -> int:
+        return self._get.cache_info().hits
+
+    @property
+    def misses(self) -> int:
+        return self._get.cache_info().misses
+
+    def __len__(self) -> int:
+        return self._get.cache_info().currsize
+
+
+def _access_keys(seed: int, n_access: int, n_keys: int) -> list:
+    """Conv-like keys (shape tuples): half the accesses repeat one of the last 40 keys, half are uniform."""
+    r = np.random.default_rng(seed)
+    ids = r.integers(0, n_keys, size=n_access)
+    reuse = r.random(n_access) < 0.5
+    back = r.integers(1, 41, size=n_access)
+    for i in np.flatnonzero(reuse):
+        if i >= back[i]:
+            ids[i] = ids[i - back[i]]
+    return [(int(k) % 7 + 1, 3, 8 + int(k) // 7, 8) for k in ids]
+
+
+def _cache_probe(PrimitiveCache, capacity: int | None, seed: int | None, n_access: int, n_keys: int,
+                 keys: list | None = None) -> dict:
+    """Probe: what fetch_or_create returned for each access (create() returns how many creates came before),
+    how many times create ran, and hits, misses and len() at the end."""
+    keys = keys if keys is not None else _access_keys(seed, n_access, n_keys)
+    cache = PrimitiveCache() if capacity is None else PrimitiveCache(capacity)
+    created = []
+
+    def create():
+        created.append(1)
+        return len(created) - 1
+
+    returned = [cache.fetch_or_create(k, create) for k in keys]
+    return {"returned (the number of the create() call that made it)": returned, "create() calls": len(created),
+            "hits": cache.hits, "misses": cache.misses, "len(cache)": len(cache)}
+
+
+@exercise("04.12", title="PrimitiveCache", points=2,
+          hint="keep an OrderedDict from key to value, least recently used first. On a hit: hits += 1, "
+               "move_to_end(key), return the value. On a miss: misses += 1, value = create(), store it, and if "
+               "there are now more than capacity entries, popitem(last=False). The default capacity is 1024.",
+          forbid={"functools.lru_cache": functools.lru_cache})
+def _primitive_cache(rng):
+    a, b, c = (1, 3, 8, 8), (2, 3, 8, 8), (4, 3, 8, 8)
+    fixed = [(1, [a, a, b, a, b, b]), (2, [a, b, a, c, a, b, c, a]), (3, [a, b, c, a, (5, 3, 8, 8), b, a, c])]
+    cases = [probe(_cache_probe, cap, None, 0, 0, keys, expected=_cache_probe(LibraryCache, cap, None, 0, 0, keys),
+                   compare=_close(), label=f"PrimitiveCache({cap}): fetch_or_create on the keys {keys}")
+             for cap, keys in fixed]
+    first = [(k, 3, 8, 8) for k in range(1025)]
+    for n in (1024, 1025):
+        keys = first[:n] + [first[0]]
+        cases.append(probe(_cache_probe, None, None, 0, 0, keys,
+                           expected=_cache_probe(LibraryCache, None, None, 0, 0, keys), compare=_close(),
+                           label=f"PrimitiveCache(): {n} different keys, then the first one again"))
+    for cap, n_access, n_keys in [(4, 60, 8), (16, 400, 40), (None, 3000, 1500), (1024, 3000, 1400)]:
+        seed = _seed(rng)
+        cases.append(probe(_cache_probe, cap, seed, n_access, n_keys,
+                           expected=_cache_probe(LibraryCache, cap, seed, n_access, n_keys), compare=_close(),
+                           label=f"PrimitiveCache({'' if cap is None else cap}): {n_access} accesses to {n_keys} keys "
+                                 f"(course.checks.chapter_checks('04')._access_keys({seed}, {n_access}, {n_keys}))"))
+    return cases

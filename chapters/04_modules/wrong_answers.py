@@ -671,6 +671,34 @@ def select_conv_backend_batch_only(input_shape, weight_shape, groups=1, transpos
     return "Mkldnn" if input_shape[0] > 1 else "Slow2d"
 
 
+
+# ------------------------------------------------------------------ 04.12 PrimitiveCache
+def _cache_class(*, refresh=True, keep=0, evict_newest=False, default=1024, count_hits=True):
+    from collections import OrderedDict
+
+    class PrimitiveCache:
+        def __init__(self, capacity=default):
+            self.capacity, self.hits, self.misses = capacity, 0, 0
+            self._entries = OrderedDict()
+
+        def fetch_or_create(self, key, create):
+            if key in self._entries:
+                self.hits += count_hits
+                if refresh:
+                    self._entries.move_to_end(key)
+                return self._entries[key]
+            self.misses += 1
+            if len(self._entries) >= self.capacity + keep:       # evicts before inserting
+                self._entries.popitem(last=evict_newest)
+            value = self._entries[key] = create()
+            return value
+
+        def __len__(self):
+            return len(self._entries)
+    return PrimitiveCache
+
+
+
 WRONG = {
     "04.1": [_mini_module_class(_setattr_no_registration), _mini_module_class(_setattr_no_removal),
              _mini_module_class(_setattr_no_type_errors), _mini_module_class(_setattr_short_messages)],
@@ -699,4 +727,6 @@ WRONG = {
               _backend_variant(size_limit_inclusive=True), _backend_variant(transpose_on_mkldnn=False),
               _backend_variant(check_output_padding=False), _backend_variant(nnpack=False),
               _backend_variant(view_1d=False)],
+    "04.12": [_cache_class(refresh=False), _cache_class(keep=-1), _cache_class(keep=1), _cache_class(evict_newest=True),
+              _cache_class(default=128), _cache_class(count_hits=False)],
 }
