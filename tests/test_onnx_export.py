@@ -161,6 +161,42 @@ def test_ops(name, fn, traced, run, axes):
         np.testing.assert_allclose(g, e.numpy(), rtol=1e-4, atol=1e-5)
 
 
+def test_conv_bias_batch_norm_fold_and_names():
+    cl.manual_seed(4)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, bias=True), nn.BatchNorm2d(4), nn.ReLU(), nn.BatchNorm2d(4))
+    _randomise_batch_norms(model)
+    model.eval()
+    x = cl.randn(2, 3, 6, 6)
+    with cl.no_grad():
+        expected = model(x).numpy()
+    # names that the captured graph also uses (relu_ is the ReLU's node) stay the user's
+    data = _to_bytes(model, x, input_names=["relu"], output_names=["convolution"],
+                     dynamic_axes={"relu": {0: "batch"}})
+    proto = onnx.load_from_string(data)
+    # the first BatchNorm is folded into the convolution (bias included); the one after the ReLU stays
+    assert [n.op_type for n in proto.graph.node] == ["Conv", "Relu", "BatchNormalization"]
+    assert proto.graph.input[0].name == "relu" and proto.graph.output[0].name == "convolution"
+    np.testing.assert_allclose(_run(data, x)[0], expected, rtol=1e-4, atol=1e-5)
+    x = cl.randn(3, 3, 6, 6)
+    with cl.no_grad():
+        expected = model(x).numpy()
+    np.testing.assert_allclose(_run(data, x)[0], expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("opset", [13, 17])
+def test_older_opsets(opset):
+    model = _Fn(lambda m, x: (F.softmax(x, 1).mean((2, 3)) + cl.ones(3) * 2).unsqueeze(0).sum(-1)).eval()
+    data = _to_bytes(model, cl.randn(2, 3, 4, 4), input_names=["x"], opset_version=opset,
+                     dynamic_axes={"x": {0: "b"}})
+    proto = onnx.load_from_string(data)
+    assert proto.opset_import[0].version == opset
+    assert "ReduceMean" in {n.op_type for n in proto.graph.node}
+    x = cl.randn(3, 3, 4, 4)
+    with cl.no_grad():
+        expected = model(x).numpy()
+    np.testing.assert_allclose(_run(data, x)[0], expected, rtol=1e-4, atol=1e-6)
+
+
 def test_failed_export_leaves_the_file_intact(tmp_path):
     class CumMax(nn.Module):
         def forward(self, x):

@@ -48,6 +48,8 @@ ONNX_MAX_OPSET = 20
 
 # ops whose result is their input's value, as far as ONNX is concerned
 _ALIAS_OPS = {"clone", "alias", "detach", "lift_fresh_copy", "lift_fresh", "contiguous"}
+# ops that make a tensor from no tensor: folded into constants, except these
+_RANDOM_OPS = {"rand", "randn", "randint", "randperm", "normal", "empty", "empty_like"}
 # ops with several outputs of which the exporter computes the first one only
 _FIRST_OUTPUT_OPS = {"native_batch_norm", "native_layer_norm", "max_pool2d_with_indices"}
 
@@ -133,8 +135,16 @@ class _Exporter:
             raise OnnxExporterError(f"the value of {n.name} was never computed") from None
 
     def out(self, node: Node) -> str:
-        """The ONNX name of ``node``'s result (an output name if the node is a graph output)."""
-        return self.names.setdefault(self.resolve(node), node.name)
+        """The ONNX name of ``node``'s result: the FX node's name (``.<k>`` added if an input or an
+        output is named so); graph outputs are renamed at the end."""
+        r = self.resolve(node)
+        if r not in self.names:
+            name, k = r.name, 0
+            while name in self.reserved:
+                k += 1
+                name = f"{r.name}.{k}"   # (FX names are identifiers: no dots)
+            self.names[r] = name
+        return self.names[r]
 
     def add(self, op_type: str, inputs: Sequence[str], outputs: Sequence[str] | str, **attrs: Any) -> str:
         """Append an ONNX node; returns its (first) output name."""
@@ -207,8 +217,8 @@ class _Exporter:
             return
         name = _name(node.target)
         tensor_args = [a for a in _flat(node.args) if isinstance(a, Node)]
-        if self.fold and tensor_args and all(self.is_const(a) for a in tensor_args) \
-                and name not in _FIRST_OUTPUT_OPS:
+        if self.fold and all(self.is_const(a) for a in tensor_args) and name not in _FIRST_OUTPUT_OPS \
+                and (tensor_args or name not in _RANDOM_OPS):
             with no_grad():
                 self.consts[node] = node.target(*_map_args(node.args, self.const_value))
             return
@@ -238,6 +248,7 @@ class _Exporter:
             output_nodes: list[Node], output_names: list[str], output_axes: list[dict]):
         helper, onnx = self.onnx.helper, self.onnx
         self._outputs = set(output_nodes)
+        self.reserved = set(input_names) | set(output_names)
         self.plan(output_nodes)
         for n, name, dims in zip(input_nodes, input_names, input_dims):
             self.names[n] = name
