@@ -159,6 +159,10 @@ MODULES = [
      [(3, 2, 6), (4, 2, 4), (4, 2, 5)], "mha_per_head"),
     ("TransformerEncoderLayer", lambda m: m.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16),
      [(5, 2, 8)], "src_mask"),
+    ("Transformer", lambda m: m.nn.Transformer(8, 2, 1, 2, 16, batch_first=True), [(2, 5, 8), (2, 4, 8)],
+     "transformer"),
+    ("TransformerDecoderLayer-norm-first", lambda m: m.nn.TransformerDecoderLayer(
+        8, 2, 16, batch_first=False, norm_first=True, activation="gelu"), [(4, 2, 8), (5, 2, 8)], "decoder"),
     ("TransformerEncoderLayer-norm-first", lambda m: m.nn.TransformerEncoderLayer(
         8, 2, dim_feedforward=16, activation="gelu", batch_first=True, norm_first=True), [(2, 5, 8)], "pad_mask"),
 ]
@@ -181,6 +185,13 @@ def _call(m, mod, inputs, kind):
         return mod(*inputs, average_attn_weights=False)
     if kind == "src_mask":
         return mod(inputs[0], src_mask=m.ones(5, 5, dtype=m.float64).triu(1) * -1e9)
+    if kind == "transformer":
+        return mod(*inputs, tgt_mask=m.nn.Transformer.generate_square_subsequent_mask(4, dtype=m.float64),
+                   src_key_padding_mask=m.tensor([[False] * 4 + [True], [False] * 5]),
+                   memory_key_padding_mask=m.tensor([[False] * 4 + [True], [False] * 5]))
+    if kind == "decoder":
+        return mod(*inputs, tgt_mask=m.ones(4, 4, dtype=m.bool).triu(1),
+                   memory_key_padding_mask=m.tensor([[False] * 5, [True] + [False] * 4]))
     if kind == "pad_mask":
         return mod(inputs[0], src_key_padding_mask=m.tensor([[False] * 4 + [True], [False] * 5]))
     raise AssertionError(kind)
@@ -595,7 +606,11 @@ def test_new_modules_repr_and_constructor_checks(torch):
               lambda m: m.nn.RNN(3, 0), lambda m: m.nn.GRU(3, 4, bias=1), lambda m: m.nn.LSTM(3.0, 4),
               lambda m: m.nn.RNN(3, 4, dropout=1.5), lambda m: m.nn.RNNCell(3, 4, bias=False, nonlinearity="relu"),
               lambda m: m.nn.LSTMCell(3, 4)(m.ones(2, 2, 3)), lambda m: m.nn.GRUCell(3, 4)(m.ones(3), m.ones(1, 1, 4)),
-              lambda m: m.nn.RNNCell(3, 4, nonlinearity="gelu")(m.ones(3))]
+              lambda m: m.nn.RNNCell(3, 4, nonlinearity="gelu")(m.ones(3)),
+              lambda m: m.nn.Transformer(8, 2, 1, 1, 16, dropout=0.0), lambda m: m.nn.TransformerDecoderLayer(8, 2),
+              lambda m: m.nn.Transformer(8, 2, 1, 1, 16)(m.ones(3, 2, 8), m.ones(3, 1, 8)),
+              lambda m: m.nn.Transformer(8, 2, 1, 1, 16)(m.ones(3, 2, 8), m.ones(3, 2, 6)),
+              lambda m: m.nn.Transformer.generate_square_subsequent_mask(3).tolist()]
     for i, make in enumerate(makers):
         res = []
         for m in (cl, torch):
@@ -637,6 +652,7 @@ def test_new_modules_init_distributions(torch):
               lambda m: m.nn.RNN(10, 25), lambda m: m.nn.MultiheadAttention(32, 4, add_bias_kv=True),
               lambda m: m.nn.MultiheadAttention(16, 2, kdim=8, vdim=12),
               lambda m: m.nn.TransformerEncoderLayer(32, 4, 64), lambda m: m.nn.ConvTranspose2d(16, 8, 3, groups=2),
+              lambda m: m.nn.Transformer(32, 4, 1, 1, 64, batch_first=True),
               lambda m: m.nn.PReLU(5, init=0.3)]
     torch.manual_seed(0)
     cl.manual_seed(0)  # deterministic: a draw never lands outside the tolerance by chance
