@@ -224,6 +224,12 @@ def test_errors():
         _to_bytes(ln, cl.randn(2, 5), input_names=["input"], dynamic_axes={"inpt": {0: "b"}})
 
 
+def test_without_onnx_package(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "onnx", None)    # import onnx now raises ImportError
+    with pytest.raises(ModuleNotFoundError, match=r"needs the onnx package: pip install onnx==1\.23\.2"):
+        _to_bytes(_Fn(lambda m, x: x + 1), cl.randn(2))
+
+
 def test_same_graph_and_messages_as_torch():
     torch = pytest.importorskip("torch", reason="torch==2.13.0 not installed (make oracle): the export is "
                                 "compared with torch.onnx.export(dynamo=False)")

@@ -14,6 +14,7 @@ import pkgutil
 _LAZY = {
     "draw_strides": "strides",
     "stride_explorer": "strides",
+    "make_dot": "graph",
 }
 
 
