@@ -554,6 +554,41 @@ def _nll(rng):
             ("sum", lambda x: op("nll_loss_forward")(x, t, None, 2, -100)[0], (rand(rng, 3, 4),))]
 
 
+@spec("mse_loss")
+def _mse(rng):
+    return [(r, lambda x, t, r=k: op("mse_loss")(x, t, r), (rand(rng, 3, 4), rand(rng, 3, 4)))
+            for k, r in enumerate(("none", "mean", "sum"))] + [
+        ("broadcast", lambda x, t: op("mse_loss")(x, t, 1), (rand(rng, 3, 4), rand(rng, 4)))]
+
+
+@spec("binary_cross_entropy")
+def _bce(rng):
+    w = cl.tensor(rng.uniform(0.5, 2.0, size=(3, 4)), dtype=F64)
+    return [("mean", lambda p, t: op("binary_cross_entropy")(p, t, None, 1),
+             (rand(rng, 3, 4, lo=0.1, hi=0.9), rand(rng, 3, 4, lo=0.0, hi=1.0))),
+            ("weight none", lambda p, t: op("binary_cross_entropy")(p, t, w, 0),
+             (rand(rng, 3, 4, lo=0.1, hi=0.9), rand(rng, 3, 4, lo=0.0, hi=1.0)))]
+
+
+@spec("binary_cross_entropy_with_logits")
+def _bcel(rng):
+    w = cl.tensor(rng.uniform(0.5, 2.0, size=(3, 4)), dtype=F64)
+    pw = cl.tensor(rng.uniform(0.5, 2.0, size=(4,)), dtype=F64)
+    return [("mean", lambda x, t: op("binary_cross_entropy_with_logits")(x, t, None, None, 1),
+             (rand(rng, 3, 4), rand(rng, 3, 4, lo=0.0, hi=1.0))),
+            ("weights sum", lambda x, t: op("binary_cross_entropy_with_logits")(x, t, w, pw, 2),
+             (rand(rng, 3, 4), rand(rng, 3, 4, lo=0.0, hi=1.0)))]
+
+
+@spec("smooth_l1_loss", "huber_loss")
+def _smooth(rng):
+    # differences kept away from the kinks at |d| = beta (0.7) and 0
+    x = cl.tensor(np.array([[0.1, -0.3, 1.5], [-2.0, 0.45, 0.9]]), dtype=F64).requires_grad_()
+    t = cl.tensor(np.array([[-0.1, 0.0, 0.2], [0.1, 0.2, -0.4]]), dtype=F64).requires_grad_()
+    return [(f"{name} {r}", lambda a, b, name=name, r=r: op(name)(a, b, r, 0.7), (x, t))
+            for name in ("smooth_l1_loss", "huber_loss") for r in (0, 1, 2)]
+
+
 @spec("embedding", twice=False)
 def _emb(rng):
     return [("plain", lambda w: op("embedding")(w, cl.tensor([[0, 2], [2, 1]]), -1), (rand(rng, 3, 4),))]

@@ -17,6 +17,7 @@ from . import (  # noqa: F401
     inplace,
     joins,
     linalg,
+    losses,
     nn_ops,
     normalization,
     pointwise,

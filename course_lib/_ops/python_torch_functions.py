@@ -31,6 +31,7 @@ __all__ = [
     "asin",
     "atan",
     "atan2",
+    "binary_cross_entropy_with_logits",
     "bitwise_and",
     "bitwise_not",
     "bitwise_or",
@@ -339,6 +340,14 @@ def atan2(self, other, *, out=None):
     if out is None:
         return _dispatch(_OPS["atan2"], (self, other))
     return _call_with_out(_OPS["atan2"], (self, other), out)
+
+
+def binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=None, reduction=1):
+    """(1 - t) x + (1 + (pw - 1) t) log(1 + exp(-x)), computed stably, times the weight, reduced.
+
+    Schema: binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=1) -> Tensor
+    """
+    return _dispatch(_OPS["binary_cross_entropy_with_logits"], (self, target, weight, pos_weight, reduction))
 
 
 def bitwise_and(self, other, *, out=None):

@@ -150,3 +150,69 @@ def _rms_norm(ctx, g, *_stats_grads):
         return dx, (dw if len(n) > 1 and n[1] else None)
     dx, dw = dispatch(OPS["rms_norm_backward"], (g, x, ns, ctx.result1, w))
     return (dx if n[0] else None), (dw if len(n) > 1 and n[1] else None)
+
+
+# ---------------------------------------------------------------------------
+# losses with a node of their own (formulas in course_lib ops: create_graph differentiates them again)
+# ---------------------------------------------------------------------------
+def _loss_scale(ctx, g, grad):
+    """``grad`` times the incoming gradient, divided by the element count for reduction='mean'."""
+    out = grad * g
+    if ctx.reduction == 1:
+        out = out / max(grad.numel(), 1)
+    return out
+
+
+@derivative("mse_loss", "MseLossBackward0", save={"self": ALL, "target": ALL})
+def _mse_loss(ctx, g):
+    gs = _loss_scale(ctx, g, (ctx.self - ctx.target) * 2)
+    return gs, -gs
+
+
+@derivative("binary_cross_entropy", "BinaryCrossEntropyBackward0",
+            save={"self": ALL, "target": ALL, "weight": ALL})
+def _bce(ctx, g):
+    x, t, w = ctx.self, ctx.target, ctx.weight
+    gs = (x - t) / ((1 - x) * x).clamp(min=1e-12)
+    gt = (1 - x).log().clamp(min=-100) - x.log().clamp(min=-100)
+    if w is not None:
+        gs, gt = gs * w, gt * w
+    return _loss_scale(ctx, g, gs), _loss_scale(ctx, g, gt), None
+
+
+@derivative("binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0",
+            save={"self": ALL, "target": ALL, "weight": ALL, "pos_weight": ALL})
+def _bce_logits(ctx, g):
+    x, t, w, pw = ctx.self, ctx.target, ctx.weight, ctx.pos_weight
+    if pw is None:
+        gs, gt = x.sigmoid() - t, -x
+    else:
+        gs = (1 + (pw - 1) * t) * x.sigmoid() - pw * t
+        gt = -x - (pw - 1) * _log_sigmoid(x)
+    if w is not None:
+        gs, gt = gs * w, gt * w
+    return _loss_scale(ctx, g, gs), _loss_scale(ctx, g, gt), None, None
+
+
+def _log_sigmoid(x):
+    """log(sigmoid(x)) = -(max(-x, 0) + log(1 + exp(-|x|))), stable for large |x|."""
+    return -((-x).clamp(min=0) + ((-x.abs()).exp() + 1).log())
+
+
+@derivative("smooth_l1_loss", "SmoothL1LossBackward0", save={"self": ALL, "target": ALL})
+def _smooth_l1(ctx, g):
+    from .. import where
+    d = ctx.self - ctx.target
+    beta = ctx.beta
+    grad = d.sign() if beta == 0 else where(d.abs() < beta, d / beta, d.sign())
+    gs = _loss_scale(ctx, g, grad)
+    return gs, -gs
+
+
+@derivative("huber_loss", "HuberLossBackward0", save={"self": ALL, "target": ALL})
+def _huber(ctx, g):
+    from .. import where
+    d = ctx.self - ctx.target
+    delta = ctx.delta
+    gs = _loss_scale(ctx, g, where(d.abs() < delta, d, d.sign() * delta))
+    return gs, -gs

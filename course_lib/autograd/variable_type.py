@@ -96,7 +96,8 @@ class Derivative:
         # never differentiable (indices, masks, conditions) get none, and neither does an argument
         # given as a Python number to an op whose torch overload takes a Scalar there
         # (``x ** 2`` is pow.Tensor_Scalar: one edge; ``x * 2`` is mul.Tensor: two).
-        self._static_drop = frozenset(k for k, i in enumerate(op.tensor_pos) if op.args[i].name in NON_DIFFERENTIABLE)
+        self._static_drop = frozenset(k for k, i in enumerate(op.tensor_pos) if op.args[i].name in NON_DIFFERENTIABLE
+                                      and not (op.args[i].name == "target" and op.name in DIFFERENTIABLE_TARGET))
         self._scalar_drop = tuple((k, i) for k, i in enumerate(op.tensor_pos) if op.args[i].name in scalar_overload)
 
 
@@ -134,6 +135,9 @@ def _schema_default(arg):
 
 
 NON_DIFFERENTIABLE = frozenset({"condition", "mask", "index", "indices", "target"})
+#: losses whose ``target`` holds values, not class indices: it gets a gradient, as in PyTorch
+DIFFERENTIABLE_TARGET = frozenset({"mse_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+                                   "smooth_l1_loss", "huber_loss"})
 
 
 class FormulaNode(Node):

@@ -486,6 +486,14 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+def _red(reduction: str) -> int:
+    """The reduction enum a loss op takes (PyTorch's ``_Reduction.get_enum``)."""
+    r = _RED.get(reduction)
+    if r is None:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return r
+
+
 def _check_size(input, target):
     if target.shape != input.shape:
         _warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
@@ -500,9 +508,9 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, redu
     _check_size(input, target)
     if size_average is not None or reduce is not None:
         reduction = _Reduction.legacy_get_string(size_average, reduce)
-    d = input - target
     if weight is None:
-        return _reduce(d * d, reduction)
+        return _op("mse_loss", input, target, _red(reduction))     # MseLossBackward0, as in PyTorch
+    d = input - target
     if weight.shape != input.shape:
         raise ValueError("Weights and input must have the same size.")
     wse = d * d * weight
@@ -526,12 +534,13 @@ def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduc
 
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None, reduction: str = "mean",
                    beta: float = 1.0) -> Tensor:
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta; d = input - target."""
     input, target = _amp.fp32_inputs(input, target)   # autocast: a float32-list op
-    from .. import where
     if size_average is not None or reduce is not None:
         reduction = _Reduction.legacy_get_string(size_average, reduce)
-    d = (input - target).abs()
-    return _reduce(where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta), reduction)
+    if beta == 0.0:          # as PyTorch: plain L1 (its node is l1_loss's)
+        return l1_loss(input, target, reduction=reduction)
+    return _op("smooth_l1_loss", input, target, _red(reduction), beta)     # SmoothL1LossBackward0
 
 
 _RED = {"none": 0, "mean": 1, "sum": 2}
@@ -610,10 +619,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                                                                                          "torch.Size"))
     if bool(((input < 0) | (input > 1)).any()):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    loss = -(target * input.log().clamp(min=-100) + (1 - target) * (1 - input).log().clamp(min=-100))
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    return _op("binary_cross_entropy", input, target, weight, _red(reduction))   # BinaryCrossEntropyBackward0
 
 
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
@@ -625,15 +631,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})"
                          .replace("course_lib.Size", "torch.Size"))
-    log_sig_neg = (-input).clamp(min=0) + ((-input.abs()).exp() + 1).log()  # log(1 + exp(-x)), stable
-    if pos_weight is not None:
-        lw = (pos_weight - 1) * target + 1
-        loss = (1 - target) * input + lw * log_sig_neg
-    else:
-        loss = (1 - target) * input + log_sig_neg
-    if weight is not None:
-        loss = loss * weight
-    return _reduce(loss, reduction)
+    return _op("binary_cross_entropy_with_logits", input, target, weight, pos_weight, _red(reduction))
 
 
 # ---------------------------------------------------------------------------
@@ -803,6 +801,8 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     input, target = _amp.fp32_inputs(input, target)   # autocast: a float32-list op
     from .. import where
     _check_size(input, target)
+    if weight is None:
+        return _op("huber_loss", input, target, _red(reduction), delta)     # HuberLossBackward0
     d = (input - target).abs()
     loss = where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
     if weight is not None:
