@@ -161,6 +161,38 @@ def test_ops(name, fn, traced, run, axes):
         np.testing.assert_allclose(g, e.numpy(), rtol=1e-4, atol=1e-5)
 
 
+LAYERS = [
+    ("activations", lambda: nn.Sequential(nn.ReLU6(), nn.LeakyReLU(0.1), nn.ELU(), nn.Hardswish(), nn.SiLU(),
+                                          nn.PReLU(), nn.Softplus()), (2, 5)),
+    ("identity", lambda: nn.Identity(), (2, 5)),                 # the output is the input: an Identity node
+    ("conv1d_pool1d_batchnorm1d", lambda: nn.Sequential(nn.Conv1d(3, 4, 3), nn.BatchNorm1d(4), nn.MaxPool1d(2),
+                                                        nn.AdaptiveAvgPool1d(1)), (2, 3, 8)),
+    ("upsample_nearest", lambda: nn.Upsample(scale_factor=2), (2, 3, 4, 4)),
+]
+
+
+@pytest.mark.parametrize("name, make, shape", LAYERS, ids=[c[0] for c in LAYERS])
+def test_layers(name, make, shape):
+    cl.manual_seed(5)
+    model = make().eval()
+    data = _to_bytes(model, cl.randn(*shape), input_names=["x"], dynamic_axes={"x": {0: "b"}})
+    x = cl.randn(3, *shape[1:])
+    with cl.no_grad():
+        expected = model(x).numpy()
+    np.testing.assert_allclose(_run(data, x)[0], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_embedding_int64_indices():
+    cl.manual_seed(6)
+    model = nn.Sequential(nn.Embedding(10, 4), nn.Flatten())
+    data = _to_bytes(model, cl.tensor([[1, 2, 3], [4, 5, 6]]), input_names=["ids"],
+                     dynamic_axes={"ids": {0: "b"}})
+    ids = cl.tensor([[9, 0, 1], [2, 2, 2], [7, 8, 3], [1, 1, 0]])
+    with cl.no_grad():
+        expected = model(ids).numpy()
+    np.testing.assert_allclose(_run(data, ids)[0], expected, rtol=1e-6)
+
+
 def test_conv_bias_batch_norm_fold_and_names():
     cl.manual_seed(4)
     model = nn.Sequential(nn.Conv2d(3, 4, 3, bias=True), nn.BatchNorm2d(4), nn.ReLU(), nn.BatchNorm2d(4))

@@ -124,6 +124,44 @@ def where(ex, node: Node, condition: Node, self: Any, other: Any) -> None:
            ex.out(node))
 
 
+_COMPARISONS = {"eq": ("Equal", False), "ne": ("Equal", True), "gt": ("Greater", False),
+                "ge": ("GreaterOrEqual", False), "lt": ("Less", False), "le": ("LessOrEqual", False)}
+
+
+def _comparison(ex, node: Node, self: Any, other: Any) -> None:
+    op_type, negate = _COMPARISONS[node.target.name]
+    tensors = [a for a in (self, other) if isinstance(a, Node)]
+    dtype = np.result_type(*(ex.np_dtype(a) for a in tensors))
+
+    def operand(a: Any) -> str:
+        if not isinstance(a, Node):
+            return ex.constant(a, dtype)
+        if ex.np_dtype(a) == dtype:
+            return ex.value(a)
+        from onnx.helper import np_dtype_to_tensor_dtype
+        return ex.add("Cast", [ex.value(a)], ex.temp(node, f"cast_{a.name}"), to=np_dtype_to_tensor_dtype(dtype))
+    inputs = [operand(self), operand(other)]
+    if negate:
+        ex.add("Not", [ex.add(op_type, inputs, ex.temp(node, op_type))], ex.out(node))
+    else:
+        ex.add(op_type, inputs, ex.out(node))
+
+
+for _op in _COMPARISONS:
+    register_symbolic(_op)(_comparison)
+
+
+@register_symbolic("index_select")
+def index_select(ex, node: Node, self: Node, dim: int, index: Node) -> None:
+    ex.add("Gather", [ex.value(self), ex.value(index)], ex.out(node), axis=int(dim) % len(ex.shape(self)))
+
+
+@register_symbolic("embedding")
+def embedding(ex, node: Node, weight: Node, indices: Node, *_: Any) -> None:
+    ex.add("Gather", [ex.value(weight), ex.value(indices)], ex.out(node), axis=0)
+    ex.dims[node] = ex.dims_of(indices) + (None,)
+
+
 @register_symbolic("_to_copy")
 def to_copy(ex, node: Node, self: Node, *_: Any) -> None:
     from onnx.helper import np_dtype_to_tensor_dtype

@@ -395,7 +395,14 @@ def export(model, args: tuple | Tensor = (), f: str | os.PathLike | io.IOBase | 
     in_names = list(input_names or ())[:len(input_nodes)]
     in_names += [n.name for n in input_nodes[len(in_names):]]
     out_names = list(output_names or ())[:len(output_nodes)]
-    out_names += [n.name for n in output_nodes[len(out_names):]]
+    used = set(in_names) | set(out_names)
+    for n in output_nodes[len(out_names):]:   # an output that is an input, or twice the same value
+        name, k = n.name, 0
+        while name in used:
+            k += 1
+            name = f"{n.name}.{k}"
+        used.add(name)
+        out_names.append(name)
     axes = _normalize_dynamic_axes(dynamic_axes, set(input_names or ()) | set(output_names or ()))
     input_dims = []
     for n, name in zip(input_nodes, in_names):
