@@ -299,9 +299,9 @@ class Lane:
             run.error = f"{type(e).__name__}: {e}"
             try:
                 run.cells = run.cells or page.evaluate(CELLS)
-            except Exception:
+                page.screenshot(path=str(self.shots / f"{Path(path).stem}.{Path(path).parent.name}.failed.png"))
+            except Exception:  # a page that crashed: the error above says what happened
                 pass
-            page.screenshot(path=str(self.shots / f"{Path(path).stem}.{Path(path).parent.name}.failed.png"))
         finally:
             try:
                 page.evaluate(CLOSE)
