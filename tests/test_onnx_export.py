@@ -168,6 +168,9 @@ LAYERS = [
     ("conv1d_pool1d_batchnorm1d", lambda: nn.Sequential(nn.Conv1d(3, 4, 3), nn.BatchNorm1d(4), nn.MaxPool1d(2),
                                                         nn.AdaptiveAvgPool1d(1)), (2, 3, 8)),
     ("upsample_nearest", lambda: nn.Upsample(scale_factor=2), (2, 3, 4, 4)),
+    ("group_norm", lambda: nn.GroupNorm(2, 4), (2, 4, 3, 3)),
+    ("batch_statistics", lambda: nn.Sequential(nn.BatchNorm2d(4, track_running_stats=False), nn.GroupNorm(4, 4)),
+     (2, 4, 3, 3)),
 ]
 
 
@@ -191,6 +194,18 @@ def test_embedding_int64_indices():
     with cl.no_grad():
         expected = model(ids).numpy()
     np.testing.assert_allclose(_run(data, ids)[0], expected, rtol=1e-6)
+
+
+def test_instance_norm_static_batch():
+    # InstanceNorm2d views (N, C, H, W) as (1, N * C, H, W): the batch cannot be dynamic, the export is exact
+    model = nn.Sequential(nn.InstanceNorm2d(4, affine=True), nn.ReLU()).eval()
+    x = cl.randn(2, 4, 3, 3)
+    data = _to_bytes(model, x)
+    with cl.no_grad():
+        expected = model(x).numpy()
+    np.testing.assert_allclose(_run(data, x)[0], expected, rtol=1e-4, atol=1e-5)
+    with pytest.raises(SymbolicValueError, match=r"reshape of \(2, 4, 3, 3\) to \(1, 8, 3, 3\)"):
+        _to_bytes(model, x, input_names=["x"], dynamic_axes={"x": {0: "b"}})
 
 
 def test_conv_bias_batch_norm_fold_and_names():

@@ -206,15 +206,58 @@ def _fold_batch_norm(ex, weight: Node, bias: Node | None, bn: Node) -> tuple[np.
 @register_symbolic("native_batch_norm")
 def native_batch_norm(ex, node: Node, input: Node, weight: Node | None, bias: Node | None, running_mean: Any,
                       running_var: Any, training: bool, momentum: float, eps: float) -> None:
-    if training or running_mean is None:
-        raise SymbolicValueError("BatchNorm in training mode (batch statistics) cannot be exported: "
-                                 "call model.eval() or keep track_running_stats=True", node.name)
     c = ex.shape(input)[1]
     dtype = np.dtype(input.meta["tensor_meta"].dtype.np)
+    ex.dims[node] = ex.dims_of(input)
+    if training or running_mean is None:
+        # batch statistics (InstanceNorm, or track_running_stats=False): the running ones are not updated
+        x = ex.value(input)
+        axes = [0] + list(range(2, len(ex.shape(input))))
+        mean = _reduce_mean(ex, x, axes, ex.temp(node, "mean"))
+        centred = ex.add("Sub", [x, mean], ex.temp(node, "centred"))
+        var = _reduce_mean(ex, ex.add("Mul", [centred, centred], ex.temp(node, "square")), axes, ex.temp(node, "var"))
+        std = ex.add("Sqrt", [ex.add("Add", [var, ex.constant(eps, dtype)], ex.temp(node, "var_eps"))],
+                     ex.temp(node, "std"))
+        y = ex.add("Div", [centred, std], ex.temp(node, "normalized"))
+        _affine(ex, node, y, weight, bias, len(ex.shape(input)))
+        return
     scale = ex.value(weight) if weight is not None else ex.constant(np.ones(c), dtype)
     shift = ex.value(bias) if bias is not None else ex.constant(np.zeros(c), dtype)
     ex.add("BatchNormalization", [ex.value(input), scale, shift, ex.value(running_mean), ex.value(running_var)],
            ex.out(node), epsilon=float(eps))
+
+
+def _reduce_mean(ex, x: str, axes: list[int], out: str) -> str:
+    if ex.opset >= 18:
+        return ex.add("ReduceMean", [x, ex.constant(axes, np.int64, "ReduceMean")], out, keepdims=1)
+    return ex.add("ReduceMean", [x], out, axes=axes, keepdims=1)
+
+
+def _affine(ex, node: Node, y: str, weight: Node | None, bias: Node | None, ndim: int) -> None:
+    """``y * weight + bias`` with the per-channel parameters reshaped to ``(C, 1, ...)``; written to node's name."""
+    shape = None
+    for i, p in enumerate((weight, bias)):
+        if p is None:
+            continue
+        if shape is None:
+            shape = ex.constant([-1] + [1] * (ndim - 2), np.int64, "Reshape")
+        p = ex.add("Reshape", [ex.value(p), shape], ex.temp(node, f"param_{i}"))
+        y = ex.add("Mul" if i == 0 else "Add", [y, p], ex.temp(node, "scaled" if i == 0 else "shifted"))
+    ex.add("Identity", [y], ex.out(node))
+
+
+@register_symbolic("native_group_norm")
+def native_group_norm(ex, node: Node, input: Node, weight: Node | None, bias: Node | None, N: int, C: int,
+                      HxW: int, group: int, eps: float) -> None:
+    dtype = np.dtype(input.meta["tensor_meta"].dtype.np)
+    x = ex.value(input)
+    # each (sample, group) normalised over its channels and positions: InstanceNormalization of (N, G, -1)
+    grouped = ex.add("Reshape", [x, ex.constant([0, group, -1], np.int64, "Reshape")], ex.temp(node, "grouped"))
+    normed = ex.add("InstanceNormalization", [grouped, ex.constant(np.ones(group), dtype),
+                                              ex.constant(np.zeros(group), dtype)],
+                    ex.temp(node, "normalized"), epsilon=float(eps))
+    y = ex.add("Reshape", [normed, ex.add("Shape", [x], ex.temp(node, "shape"))], ex.temp(node, "ungrouped"))
+    _affine(ex, node, y, weight, bias, len(ex.shape(input)))
     ex.dims[node] = ex.dims_of(input)
 
 

@@ -51,7 +51,7 @@ _ALIAS_OPS = {"clone", "alias", "detach", "lift_fresh_copy", "lift_fresh", "cont
 # ops that make a tensor from no tensor: folded into constants, except these
 _RANDOM_OPS = {"rand", "randn", "randint", "randperm", "normal", "empty", "empty_like"}
 # ops with several outputs of which the exporter computes the first one only
-_FIRST_OUTPUT_OPS = {"native_batch_norm", "native_layer_norm", "max_pool2d_with_indices"}
+_FIRST_OUTPUT_OPS = {"native_batch_norm", "native_layer_norm", "native_group_norm", "max_pool2d_with_indices"}
 
 
 def _name(target: Any) -> str:
