@@ -78,6 +78,8 @@ class _Exporter:
         self.initializers: dict[str, Any] = {}
         self._init_of: dict[Node, str] = {}
         self._fresh = 0
+        self._outputs: set[Node] = set()           # the graph's output nodes
+        self.reserved: set[str] = set()            # the input and output names
 
     # -- values ---------------------------------------------------------------------------
     def resolve(self, n: Node) -> Node:
