@@ -329,6 +329,10 @@ def test_nn_utils_clipping_and_vectors(torch, norm_type):
         seqs = [m.tensor(a.reshape(-1, 2)) for a in arrays]
         padded = [m.nn.utils.rnn.pad_sequence(seqs, batch_first=bf, padding_value=-1.0, padding_side=side)
                   for bf in (False, True) for side in ("right", "left")]
+        padded += m.nn.utils.rnn.unpad_sequence(padded[0].clone(),  # torch's transposes its argument in place
+                                                m.tensor([s.shape[0] for s in seqs]))
+        padded += m.nn.utils.rnn.unpad_sequence(padded[2], m.tensor([s.shape[0] for s in seqs]), batch_first=True)
+        m.nn.utils.clip_grads_with_norm_(ps, 0.5, m.nn.utils.get_total_norm([p.grad for p in ps[:3]], norm_type))
         results.append([total, *grads_norm, *[p.grad for p in ps[:3]], vec, *ps, *padded])
     for a, b in zip(results[1], results[0]):
         close(a, b)
@@ -756,3 +760,19 @@ def test_scheduler_constructor_errors(torch):
         got, want = [outcome(lambda m=m: case(m, m.optim.SGD([m.nn.Parameter(m.ones(1))], lr=1.0)))
                      for m in (cl, torch)]
         assert got[0] == want[0] and (got[0] == "ok" or got[1] == want[1]), (i, got, want)
+
+
+def test_nn_init_orthogonal_dirac_sparse(torch):
+    cl.manual_seed(0)
+    for shape, gain in (((4, 6), 2.0), ((6, 2, 2), 1.0)):
+        w = cl.nn.init.orthogonal_(cl.empty(*shape), gain=gain).numpy().reshape(shape[0], -1)
+        gram = w @ w.T if w.shape[0] <= w.shape[1] else w.T @ w
+        np.testing.assert_allclose(gram, gain ** 2 * np.eye(gram.shape[0]), atol=1e-5)
+    for shape, groups in (((6, 4, 3, 3), 2), ((3, 5, 4), 1), ((4, 2, 3, 2, 3), 1)):
+        np.testing.assert_array_equal(cl.nn.init.dirac_(cl.empty(*shape), groups).numpy(),
+                                      torch.nn.init.dirac_(torch.empty(*shape), groups).numpy())
+    w = cl.nn.init.sparse_(cl.empty(10, 3), 0.35, std=0.5).numpy()
+    assert ((w == 0).sum(0) == 4).all() and 0.2 < w[w != 0].std() < 1.0
+    for fn in (lambda m: m.nn.init.orthogonal_(m.empty(3)), lambda m: m.nn.init.dirac_(m.empty(3, 3)),
+               lambda m: m.nn.init.dirac_(m.empty(3, 3, 3), groups=2), lambda m: m.nn.init.sparse_(m.empty(3), 0.1)):
+        assert outcome(lambda: fn(cl)) == outcome(lambda: fn(torch))

@@ -13,8 +13,9 @@ import math
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 
-__all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "ones_", "zeros_", "eye_", "xavier_uniform_",
-           "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "trunc_normal_", "_calculate_fan_in_and_fan_out"]
+__all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_", "xavier_uniform_",
+           "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "trunc_normal_", "orthogonal_", "sparse_",
+           "_calculate_fan_in_and_fan_out"]
 
 
 def calculate_gain(nonlinearity: str, param=None) -> float:
@@ -139,3 +140,65 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinea
     gain = calculate_gain(nonlinearity, a)
     std = gain / math.sqrt(fan)
     return normal_(tensor, 0, std, generator)
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """The identity convolution: 1 at the centre of the kernel for in-channel c -> out-channel c (per group)."""
+    import numpy as np
+    dims = tensor.dim()
+    if dims not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tuple(tensor.shape)
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    if tensor.device.type == "meta":
+        return tensor
+    out_per_group = sizes[0] // groups
+    d = np.arange(min(out_per_group, sizes[1]))
+    out_idx = (np.arange(groups)[:, None] * out_per_group + d).reshape(-1)
+    values = np.zeros(sizes, dtype=tensor.dtype.np)
+    values[(out_idx, np.tile(d, groups)) + tuple(s // 2 for s in sizes[2:])] = 1
+    from .. import tensor as _tensor
+    with no_grad():
+        return tensor.copy_(_tensor(values))
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
+    """A (semi-)orthogonal matrix (Saxe et al., 2013): the Q of the QR decomposition of a normal matrix, its
+    columns' signs fixed by R's diagonal, times ``gain``; dims after the first are flattened."""
+    import numpy as np
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0 or tensor.device.type == "meta":
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = tensor.new_empty((rows, cols)).normal_(0, 1, generator=generator)._np().astype(np.float64)
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q *= np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    from .. import tensor as _tensor
+    with no_grad():
+        tensor.view(rows, cols).copy_(_tensor(q * gain, dtype=tensor.dtype))
+    return tensor
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
+    """N(0, std) entries with a fraction ``sparsity`` of each column (chosen at random) set to zero."""
+    import numpy as np
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    if tensor.device.type == "meta":
+        return tensor
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    from .. import rand
+    with no_grad():
+        tensor.normal_(0, std, generator=generator)
+        order = np.argsort(rand(rows, cols, generator=generator)._np(), axis=0)   # a random permutation per column
+        tensor._np()[order[:num_zeros], np.arange(cols)] = 0
+        tensor._bump_version()
+    return tensor

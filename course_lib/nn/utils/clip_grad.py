@@ -9,7 +9,7 @@ from ... import _creation as C
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 
-__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "get_total_norm"]
+__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
 
 _tensor_or_tensors = Union[Tensor, Iterable[Tensor]]
 
@@ -44,12 +44,22 @@ def clip_grad_norm_(parameters: _tensor_or_tensors, max_norm: float, norm_type: 
             warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=2)
     grads = [p.grad for p in parameters if p.grad is not None]
     total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
-    if grads:
-        with no_grad():
-            clip_coef_clamped = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
-            for g in grads:
-                g.mul_(clip_coef_clamped)
+    clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)
     return total_norm
+
+
+def clip_grads_with_norm_(parameters: _tensor_or_tensors, max_norm: float, total_norm: Tensor, foreach=None) -> None:
+    """Scale the gradients in place by min(1, max_norm / (total_norm + 1e-6)) (``total_norm`` computed before,
+    e.g. by ``get_total_norm``)."""
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:
+        return
+    with no_grad():
+        clip_coef_clamped = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(clip_coef_clamped)
 
 
 def clip_grad_norm(parameters: _tensor_or_tensors, max_norm: float, norm_type: float = 2.0,

@@ -1,11 +1,11 @@
-"""``torch.nn.utils.rnn``: ``pad_sequence`` (no PackedSequence in course_lib)."""
+"""``torch.nn.utils.rnn``: ``pad_sequence`` and ``unpad_sequence`` (no PackedSequence in course_lib)."""
 from __future__ import annotations
 
 from typing import Iterable
 
 from ..._tensor import Tensor
 
-__all__ = ["pad_sequence"]
+__all__ = ["pad_sequence", "unpad_sequence"]
 
 
 def pad_sequence(sequences: Iterable[Tensor] | Tensor, batch_first: bool = False, padding_value: float = 0.0,
@@ -24,3 +24,12 @@ def pad_sequence(sequences: Iterable[Tensor] | Tensor, batch_first: bool = False
         pads = [0, 0] * (s.dim() - 1) + ([0, extra] if padding_side == "right" else [extra, 0])
         padded.append(F.pad(s, pads, value=padding_value) if extra else s)
     return stack(padded, 0 if batch_first else 1)
+
+
+def unpad_sequence(padded_sequences: Tensor, lengths: Tensor, batch_first: bool = False) -> list[Tensor]:
+    """The inverse of ``pad_sequence``: each sequence cut back to its length.  (PyTorch's transposes a time-first
+    ``padded_sequences`` in place with ``transpose_``, which course_lib does not have: the caller's tensor is left
+    as it is here.)"""
+    if not batch_first:
+        padded_sequences = padded_sequences.transpose(0, 1)
+    return [seq[:int(length)] for seq, length in zip(padded_sequences.unbind(0), lengths.tolist())]
