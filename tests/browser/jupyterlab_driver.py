@@ -102,6 +102,7 @@ SHOWN = """(index) => {
 CLOSE = """async () => {
   const p = window.__panel;
   if (!p) { return; }
+  await p.context.save();  // the notebook as it ran, kept with the screenshots
   await p.sessionContext.shutdown();
   p.dispose();
   window.__panel = undefined;

@@ -51,6 +51,10 @@ def _ran(run) -> list:
             problems.append(f"{c['id']}: {s['loaded']} of {s['images']} images loaded, the model holds {images}")
         if widgets and (s["widgets"] == 0 or s["loading"] or s["text_repr"]):
             problems.append(f"{c['id']}: a widget did not render; the output shows {s['text']!r}")
+    for c in run.code_cells():
+        said = "".join(o["text"] for o in c["outputs"])
+        if c["id"] == "env-check" and not said.rstrip().endswith("All set."):
+            problems.append(f"env-check: course doctor in JupyterLab's kernel is not happy: {said!r}")
     return problems + [f"browser {line}" for line in run.console]
 
 
