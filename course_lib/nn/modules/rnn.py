@@ -179,12 +179,20 @@ class RNNBase(Module):
             c0 = C.zeros(shape, dtype=input.dtype, device=input.device) if lstm else None
         else:
             h0, c0 = hx if lstm else (hx, None)
+            want = 3 if batched else 2
+            kind = "batched 3-D" if batched else "unbatched 2-D"
+            if lstm and (h0.dim() != want or c0.dim() != want):
+                raise RuntimeError(f"For {kind} input, hx and cx should also be {want}-D but got "
+                                   f"({h0.dim()}-D, {c0.dim()}-D) tensors")
+            if not lstm and h0.dim() != want:
+                raise RuntimeError(f"For {kind} input, hx should also be {want}-D but got {h0.dim()}-D tensor")
             if not batched:
                 h0 = h0.unsqueeze(1)
                 c0 = c0.unsqueeze(1) if c0 is not None else None
-            for t in (h0, c0) if lstm else (h0,):
+            states = ((h0, "hidden[0] "), (c0, "hidden[1] ")) if lstm else ((h0, "hidden "),)
+            for t, label in states:
                 if tuple(t.shape) != shape:
-                    raise RuntimeError(f"Expected hidden size {shape}, got {list(t.shape)}")
+                    raise RuntimeError(f"Expected {label}size {shape}, got {list(t.shape)}")
         out, h_n, c_n = self._run(input, h0, c0)
         if not batched:
             out, h_n = out.squeeze(1), h_n.squeeze(1)
