@@ -1181,7 +1181,8 @@ print("AdamW's state for the weight:", sorted(opt.state[lin.weight]))
 # > **In PyTorch:** `torch/optim/adam.py` (`_single_tensor_adam`: `exp_avg.lerp_(grad, 1 - beta1)`,
 # > `exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)`, then `param.addcdiv_(exp_avg, denom,
 # > value=-step_size)` with the bias corrections folded into `step_size` and `denom`) and `torch/optim/adamw.py`
-# > (`AdamW` is `Adam` with `decoupled_weight_decay=True`).
+# > (`AdamW` is `Adam` with `decoupled_weight_decay=True`). course_lib's tensors have `lerp_` but not `addcmul_` or
+# > `addcdiv_`: write those two with `mul_`, `add_(..., alpha=...)` and ordinary arithmetic.
 #
 # ## Exercise 04.10 · `adam_step` (2 points)
 #
