@@ -32,7 +32,7 @@
 # where its time goes.
 #
 # *Prerequisites:* chapter 03 (autograd: `requires_grad`, `backward`, `no_grad`); Python classes,
-# `__getattr__`/`__setattr__`. *Expected time:* about 3 hours.
+# `__getattr__`/`__setattr__`. *Expected time:* about 4 hours.
 
 # %% id="setup"
 import time
@@ -788,7 +788,8 @@ with LoggingMode():
 # loop calls the same convolution with the same shapes thousands of times, so the kernel computes that plan
 # once and keeps it in a small LRU cache, `conv_plan` (a `functools.lru_cache`). oneDNN, which PyTorch uses
 # for CPU convolutions, does the same with its *primitive cache*: creating a primitive is expensive, so
-# `ideep` looks it up by a key built from shapes and attributes before creating a new one.
+# `ideep` looks it up by a key built from shapes and attributes before creating a new one. Section 14 comes back to
+# both: how PyTorch picks a convolution backend, and an LRU cache like ideep's, written by hand.
 
 # %% id="cache-demo"
 from course_lib._ops.nn_ops import conv_plan
