@@ -42,6 +42,13 @@ from ._dtype import (
     short,
     uint8,
 )
+from ._global_flags import (
+    are_deterministic_algorithms_enabled,
+    get_float32_matmul_precision,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_float32_matmul_precision,
+    use_deterministic_algorithms,
+)
 from ._ops.combining import broadcast_tensors, einsum, logspace, meshgrid
 from ._ops.common import broadcast_shapes, result_type
 from ._ops.dispatcher import dispatch

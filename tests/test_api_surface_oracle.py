@@ -782,3 +782,26 @@ def test_nn_init_orthogonal_dirac_sparse(torch):
     for fn in (lambda m: m.nn.init.orthogonal_(m.empty(3)), lambda m: m.nn.init.dirac_(m.empty(3, 3)),
                lambda m: m.nn.init.dirac_(m.empty(3, 3, 3), groups=2), lambda m: m.nn.init.sparse_(m.empty(3), 0.1)):
         assert outcome(lambda: fn(cl)) == outcome(lambda: fn(torch))
+
+
+def test_global_flags(torch):
+    import warnings
+
+    def run(m):
+        out = [m.get_float32_matmul_precision(), m.are_deterministic_algorithms_enabled()]
+        for call in (lambda: m.use_deterministic_algorithms(True, warn_only=True),
+                     lambda: m.use_deterministic_algorithms("yes"),
+                     lambda: m.use_deterministic_algorithms(True, warn_only=1),
+                     lambda: m.set_float32_matmul_precision("high")):
+            out.append(outcome(call))
+            out += [m.are_deterministic_algorithms_enabled(), m.is_deterministic_algorithms_warn_only_enabled(),
+                    m.get_float32_matmul_precision()]
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            m.set_float32_matmul_precision("low")
+        out += [str(x.message).split(" (Triggered internally")[0] for x in w]  # torch names its C++ source
+        out.append(m.get_float32_matmul_precision())
+        m.use_deterministic_algorithms(False)
+        m.set_float32_matmul_precision("highest")
+        return out + [m.are_deterministic_algorithms_enabled(), m.is_deterministic_algorithms_warn_only_enabled()]
+    assert run(cl) == run(torch)
