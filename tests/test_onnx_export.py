@@ -138,6 +138,7 @@ CASES = [
     ("unsqueeze_squeeze_log_softmax", lambda m, x: F.log_softmax(x.unsqueeze(1), -1).squeeze(1) + x.exp(),
      [(2, 5)], [(9, 5)], {0: "b"}),
     ("constant_output", lambda m, x: ((m.w.t() * 2).sum(0), x + 1, x + 1), [(2, 3)], [(4, 3)], {0: "b"}),
+    ("zero_dim_output", lambda m, x: ((x * 2).sum() - 1, x.select(1, 2)), [(2, 3)], [(4, 3)], {0: "b"}),
     ("two_inputs_two_outputs", lambda m, x, y: (x * y, (x + y).flatten(1)), [(2, 3, 2), (2, 3, 2)],
      [(4, 3, 2), (4, 3, 2)], {0: "b"}),
 ]
@@ -169,6 +170,8 @@ LAYERS = [
                                                         nn.AdaptiveAvgPool1d(1)), (2, 3, 8)),
     ("upsample_nearest", lambda: nn.Upsample(scale_factor=2), (2, 3, 4, 4)),
     ("group_norm", lambda: nn.GroupNorm(2, 4), (2, 4, 3, 3)),
+    ("transformer_encoder_layer", lambda: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True),
+     (2, 5, 8)),
     ("batch_statistics", lambda: nn.Sequential(nn.BatchNorm2d(4, track_running_stats=False), nn.GroupNorm(4, 4)),
      (2, 4, 3, 3)),
 ]
@@ -196,16 +199,31 @@ def test_embedding_int64_indices():
     np.testing.assert_allclose(_run(data, ids)[0], expected, rtol=1e-6)
 
 
-def test_instance_norm_static_batch():
-    # InstanceNorm2d views (N, C, H, W) as (1, N * C, H, W): the batch cannot be dynamic, the export is exact
-    model = nn.Sequential(nn.InstanceNorm2d(4, affine=True), nn.ReLU()).eval()
-    x = cl.randn(2, 4, 3, 3)
+def test_lstm_nested_outputs():
+    # (output, (h, c)) is written as three outputs, as torch does; the initial state's zeros have the
+    # traced batch size, so the batch is not dynamic here
+    cl.manual_seed(7)
+    model = nn.LSTM(4, 6, batch_first=True).eval()
+    x = cl.randn(2, 3, 4)
     data = _to_bytes(model, x)
+    with cl.no_grad():
+        out, (h, c) = model(x)
+    got = _run(data, x)
+    assert [g.shape for g in got] == [(2, 3, 6), (1, 2, 6), (1, 2, 6)]
+    for g, e in zip(got, (out, h, c)):
+        np.testing.assert_allclose(g, e.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_instance_norm_dynamic_batch_through_merged_axes():
+    # InstanceNorm2d views (N, C, H, W) as (1, N * C, H, W) and back: the batch is followed as a factor
+    # of the merged axis, so both reshapes take -1 where it is.  (With affine=True the weight is repeated
+    # N times: a constant of the traced batch size, which a dynamic batch cannot change.)
+    model = nn.Sequential(nn.InstanceNorm2d(4), nn.ReLU()).eval()
+    data = _to_bytes(model, cl.randn(2, 4, 3, 3), input_names=["x"], dynamic_axes={"x": {0: "b"}})
+    x = cl.randn(3, 4, 3, 3)
     with cl.no_grad():
         expected = model(x).numpy()
     np.testing.assert_allclose(_run(data, x)[0], expected, rtol=1e-4, atol=1e-5)
-    with pytest.raises(SymbolicValueError, match=r"reshape of \(2, 4, 3, 3\) to \(1, 8, 3, 3\)"):
-        _to_bytes(model, x, input_names=["x"], dynamic_axes={"x": {0: "b"}})
 
 
 def test_conv_bias_batch_norm_fold_and_names():

@@ -156,6 +156,13 @@ def index_select(ex, node: Node, self: Node, dim: int, index: Node) -> None:
     ex.add("Gather", [ex.value(self), ex.value(index)], ex.out(node), axis=int(dim) % len(ex.shape(self)))
 
 
+@register_symbolic("select")
+def select(ex, node: Node, self: Node, dim: int, index: int) -> None:
+    n = len(ex.shape(self))
+    ex.add("Gather", [ex.value(self), ex.constant(int(index), np.int64, "Gather")], ex.out(node), axis=int(dim) % n)
+    ex.dims[node] = tuple(d for i, d in enumerate(ex.dims_of(self)) if i != int(dim) % n)
+
+
 @register_symbolic("embedding")
 def embedding(ex, node: Node, weight: Node, indices: Node, *_: Any) -> None:
     ex.add("Gather", [ex.value(weight), ex.value(indices)], ex.out(node), axis=0)
@@ -372,14 +379,47 @@ def permute(ex, node: Node, self: Node, dims: Any) -> None:
     _transpose(ex, node, self, [int(d) % n for d in dims])
 
 
-def reshape_target(in_shape: tuple, in_dims: tuple, out_shape: tuple, name: str) -> tuple[list[int], tuple]:
+def _factors(sym: str, size: int, sym_size: dict[str, int]) -> list[tuple[int, str | None]]:
+    """A dynamic axis as its factors in order: ``"5*b"`` (traced b=2) is ``[(5, None), (2, "b")]``."""
+    parts = sym.split("*")
+    if all(x.isdigit() or x in sym_size for x in parts):
+        return [(int(x), None) if x.isdigit() else (sym_size[x], x) for x in parts]
+    return [(size, sym)]
+
+
+def _split(factors: list[tuple[int, str | None]], sizes: list[int]) -> list[str | None] | None:
+    """Deal ``factors`` out, in order, to dimensions of ``sizes``: each dimension's symbol (None if static),
+    or None if the factors do not line up with the sizes."""
+    out, i = [], 0
+    for size in sizes:
+        prod, parts = 1, []
+        while prod != size:
+            if i == len(factors) or prod > size:
+                return None
+            prod *= factors[i][0]
+            parts.append(factors[i])
+            i += 1
+        if prod != size:
+            return None
+        dynamic = any(sym is not None for _, sym in parts)
+        out.append("*".join(sym or str(n) for n, sym in parts if sym is not None or n != 1) if dynamic else None)
+    if any(sym is not None or n != 1 for n, sym in factors[i:]):
+        return None
+    return out
+
+
+def reshape_target(in_shape: tuple, in_dims: tuple, out_shape: tuple, name: str,
+                   sym_size: dict[str, int] | None = None) -> tuple[list[int], tuple]:
     """The ``shape`` input of an ONNX Reshape, and the result's dynamic axes.
 
     Leading dimensions the reshape keeps become ``0`` (copy the input's) when dynamic; trailing
-    ones it keeps stay as they are; a dynamic axis merged or split in between becomes ``-1``,
-    which ONNX allows once.  ``(B, 512, 1, 1) -> (B, 512)`` gives ``[0, 512]``.
+    ones it keeps stay as they are.  In between, the dynamic axes are followed factor by factor
+    (``sym_size`` gives each axis name's traced size): the one result dimension that holds a
+    dynamic factor becomes ``-1``, which ONNX allows once.  ``(B, 512, 1, 1) -> (B, 512)`` gives
+    ``[0, 512]``; ``(5 * B, 8) -> (5, B, 8)`` gives ``[5, -1, 8]``.
     """
-    target, dims = [int(s) for s in out_shape], [None] * len(out_shape)
+    sym_size = sym_size or {}
+    target, dims = [int(x) for x in out_shape], [None] * len(out_shape)
     n = min(len(in_shape), len(out_shape))
     p = 0
     while p < n and in_shape[p] == out_shape[p]:
@@ -390,20 +430,31 @@ def reshape_target(in_shape: tuple, in_dims: tuple, out_shape: tuple, name: str)
     while (s < n - p and in_shape[len(in_shape) - 1 - s] == out_shape[len(out_shape) - 1 - s]
            and in_dims[len(in_dims) - 1 - s] is None):
         s += 1
-    middle_in = in_dims[p:len(in_shape) - s]
-    middle_out = range(p, len(out_shape) - s)
-    if any(d is not None for d in middle_in):
-        if len(middle_out) != 1:
-            raise SymbolicValueError(f"cannot export a reshape of {tuple(in_shape)} to {tuple(out_shape)} whose "
-                                     f"dynamic axes {[d for d in middle_in if d is not None]} it merges or "
-                                     "splits among several dimensions", name)
-        target[p], dims[p] = -1, "*".join(d or str(s) for d, s in zip(middle_in, in_shape[p:len(in_shape) - s]))
+    middle_in = list(zip(in_shape[p:len(in_shape) - s], in_dims[p:len(in_dims) - s]))
+    middle_out = list(range(p, len(out_shape) - s))
+    if not any(d is not None for _, d in middle_in):
+        return target, tuple(dims)
+    factors = []
+    for size, d in middle_in:
+        factors += [(size, None)] if d is None else _factors(d, size, sym_size)
+    split = _split(factors, [out_shape[i] for i in middle_out])
+    if split is not None and sum(x is not None for x in split) == 1:
+        for i, sym in zip(middle_out, split):
+            dims[i] = sym
+            if sym is not None:
+                target[i] = -1
+    elif len(middle_out) == 1:
+        target[p], dims[p] = -1, "*".join(sym or str(n) for n, sym in factors if sym is not None or n != 1)
+    else:
+        raise SymbolicValueError(f"cannot export a reshape of {tuple(in_shape)} to {tuple(out_shape)} whose "
+                                 f"dynamic axes {[d for _, d in middle_in if d is not None]} it merges or "
+                                 "splits among several dimensions", name)
     return target, tuple(dims)
 
 
 @register_symbolic("view", "_unsafe_view", "reshape", "flatten", "unflatten", "view_as", "reshape_as")
 def view(ex, node: Node, self: Node, *_: Any) -> None:
-    target, dims = reshape_target(ex.shape(self), ex.dims_of(self), ex.shape(node), node.name)
+    target, dims = reshape_target(ex.shape(self), ex.dims_of(self), ex.shape(node), node.name, ex.sym_size)
     ex.add("Reshape", [ex.value(self), ex.constant(target, np.int64, "Reshape")], ex.out(node))
     ex.dims[node] = dims
 
@@ -471,6 +522,11 @@ def slice_(ex, node: Node, self: Node, dim: int = 0, start: Any = None, end: Any
     if ex.shape(node)[int(dim) % n] != ex.shape(self)[int(dim) % n]:
         d[int(dim) % n] = None
     ex.dims[node] = tuple(d)
+
+
+@register_symbolic("narrow")
+def narrow(ex, node: Node, self: Node, dim: int, start: int, length: int) -> None:
+    slice_(ex, node, self, dim, start, int(start) + int(length), 1)
 
 
 def _reduce(ex, node: Node, op_type: str, self: Node, dim: Any, keepdim: bool, dtype: Any) -> None:

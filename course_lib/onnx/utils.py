@@ -15,7 +15,9 @@ What the exporter adds to the graph:
 * dynamic axes: the capture ran with concrete sizes, and a ``view`` records the traced ones
   (``view(x, (2, 512))``).  The exporter follows which dimension of each value comes from a
   dynamic input axis, and writes such a dimension into a ``Reshape`` as ``0`` (copy the input's)
-  or ``-1`` (infer), so the model runs at any batch size;
+  or ``-1`` (infer), so the model runs at any batch size.  What the traced code turned into
+  constants keeps the traced size (an LSTM's zero initial state, InstanceNorm's weight repeated
+  per sample): such a model exports, but runs at the traced batch size only;
 * eval semantics: the model runs in eval mode while it is captured (BatchNorm uses its running
   statistics, Dropout is the identity), and its mode is restored afterwards, as PyTorch's
   default ``training=TrainingMode.EVAL`` does;
@@ -80,6 +82,7 @@ class _Exporter:
         self._fresh = 0
         self._outputs: set[Node] = set()           # the graph's output nodes
         self.reserved: set[str] = set()            # the input and output names
+        self.sym_size: dict[str, int] = {}         # dynamic axis name -> its size in the traced inputs
 
     # -- values ---------------------------------------------------------------------------
     def resolve(self, n: Node) -> Node:
@@ -111,7 +114,8 @@ class _Exporter:
 
     def initializer(self, array: np.ndarray, name: str) -> str:
         if name not in self.initializers:
-            self.initializers[name] = self.onnx.numpy_helper.from_array(np.ascontiguousarray(array), name)
+            # (np.asarray, not np.ascontiguousarray: that one makes a 0-d array 1-d)
+            self.initializers[name] = self.onnx.numpy_helper.from_array(np.asarray(array, order="C"), name)
         return name
 
     def constant(self, value: Any, dtype: Any, hint: str = "Constant") -> str:
@@ -255,6 +259,9 @@ class _Exporter:
         for n, name, dims in zip(input_nodes, input_names, input_dims):
             self.names[n] = name
             self.dims[n] = dims
+            for size, d in zip(self.shape(n), dims):
+                if d is not None:
+                    self.sym_size.setdefault(d, size)
         for node in self.gm.graph.nodes:
             if node.op == "call_function":
                 self.emit(node)
@@ -391,9 +398,9 @@ def export(model, args: tuple | Tensor = (), f: str | os.PathLike | io.IOBase | 
     placeholders = [n for n in graph_nodes if n.op == "placeholder"]
     input_nodes = [n for n, a in zip(placeholders, args) if isinstance(a, Tensor)]
     out_arg = next(n for n in graph_nodes if n.op == "output").args[0]
-    output_nodes = list(out_arg) if isinstance(out_arg, (list, tuple)) else [out_arg]
+    output_nodes = list(_flat(out_arg)) if isinstance(out_arg, (list, tuple)) else [out_arg]   # (h, (h, c))
     if not all(isinstance(n, Node) for n in output_nodes):
-        raise OnnxExporterError("the model must return a tensor or a tuple of tensors")
+        raise OnnxExporterError("the model must return tensors (a tensor, or tuples and lists of them)")
     in_names = list(input_names or ())[:len(input_nodes)]
     in_names += [n.name for n in input_nodes[len(in_names):]]
     out_names = list(output_names or ())[:len(output_nodes)]
