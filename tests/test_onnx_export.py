@@ -159,6 +159,7 @@ def test_ops(name, fn, traced, run, axes):
     got = _run(data, *xs)
     assert len(got) == len(expected)
     for g, e in zip(got, expected):
+        assert g.shape == tuple(e.shape)      # (assert_allclose would broadcast a 0-d expectation)
         np.testing.assert_allclose(g, e.numpy(), rtol=1e-4, atol=1e-5)
 
 
