@@ -769,3 +769,27 @@ def test_a_compiled_training_step_leaves_no_reference_cycles(backend):
         gc.set_debug(0)
         gc.garbage.clear()
     assert garbage == []
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_ops_returning_named_tuples_keep_them_in_the_graph(backend):
+    """max(dim), sort, topk, median, aminmax return named tuples: compiled code reads .values / .indices (or
+    indexes them) as eager code does, and gradients flow through them."""
+    def f(x):
+        m = x.max(1)
+        s = x.sort(1, descending=True)
+        k = x.topk(2, 1)
+        lo, hi = cl.aminmax(x, dim=0)
+        return (m.values * 2 + m[1], (s.values * s.indices.float()).exp(), k.values.tanh() + k.indices,
+                x.median(1).values + lo.sum() * hi.sum(), x.max(0))
+
+    x = cl.randn(3, 4, requires_grad=True)
+    out, ref = cl.compile(f, backend=backend)(x), f(x)
+    assert type(out[4]) is type(ref[4]) and out[4]._fields == ("values", "indices")
+    for o, r in zip(out[:4] + tuple(out[4]), ref[:4] + tuple(ref[4])):
+        assert o.shape == r.shape and o.dtype == r.dtype     # values: inductor's exp may differ in the last bit
+        np.testing.assert_allclose(o.detach().numpy(), r.detach().numpy(), rtol=1e-6, atol=1e-7)
+    loss = sum(o.float().sum() for o in out[:4]) + out[4].values.sum()
+    (gx,) = cl.autograd.grad(loss, x)
+    (rx,) = cl.autograd.grad(sum(o.float().sum() for o in ref[:4]) + ref[4].values.sum(), x)
+    np.testing.assert_allclose(gx.numpy(), rx.numpy(), rtol=1e-5, atol=1e-6)

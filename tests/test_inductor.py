@@ -485,3 +485,23 @@ def test_reduce_overhead_joint_graph_of_a_cross_entropy_step_equals_autograd(red
     np.testing.assert_allclose(gb.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6)
     with pytest.raises(IndexError, match="Target 7 is out of bounds."):
         c(w, b, x, cl.tensor([0, 1, 7, 2, 1, 3]), one)
+
+
+def test_reshape_of_a_permuted_tensor_fuses_its_clone():
+    """reshape of a non-contiguous tensor records clone(x, contiguous_format): a row-major copy, fused like
+    any pointwise op (the memory-format argument is not a second operand); channels_last stays an extern."""
+    x = cl.randn(2, 3, 4)
+
+    def f(x):
+        return x.reshape(6, 4).permute(1, 0).reshape(-1) * 2
+
+    c = compile_fx(make_fx(f)(x), [x])
+    out = c(x)
+    np.testing.assert_allclose((out[0] if isinstance(out, (list, tuple)) else out).numpy(), f(x).numpy(), rtol=1e-6)
+    assert c.n_kernels == 2     # the copy (a kernel, not an extern) and the multiplication
+
+    def g(x):
+        return x.unsqueeze(0).contiguous(memory_format="channels_last") * 3
+    c = compile_fx(make_fx(g)(x), [x])
+    out = c(x)
+    np.testing.assert_allclose((out[0] if isinstance(out, (list, tuple)) else out).numpy(), g(x).numpy(), rtol=1e-6)

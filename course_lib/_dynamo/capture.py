@@ -58,6 +58,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .._ops import dispatcher as _dispatcher
+from .._ops.common import like_sequence
 from .._ops.dispatcher import grad_state
 from .._storage import Storage
 from .._tensor_base import TensorBase
@@ -421,7 +422,7 @@ def _zeros_for_lazy(a: Any, capture: "Capture") -> Any:
             return Tensor._make(z, a._offset, a._shape, a._stride, a.dtype)
         return a
     if isinstance(a, (list, tuple)):
-        return type(a)(_zeros_for_lazy(x, capture) for x in a)
+        return like_sequence(a, [_zeros_for_lazy(x, capture) for x in a])
     return a
 
 
@@ -819,7 +820,7 @@ class Capture(TorchDispatchMode):
                 t._requires_grad = a._requires_grad
                 return t
             if isinstance(a, (list, tuple)):
-                return type(a)(meta(x, pos) for x in a)
+                return like_sequence(a, [meta(x, pos) for x in a])
             return a
         margs = tuple(meta(a, i) for i, a in enumerate(args))
         out = func(*margs)
@@ -833,7 +834,8 @@ class Capture(TorchDispatchMode):
                     return ("arg", i), out
             return ("one", _out_meta(out, positions, args)), out
         if isinstance(out, (tuple, list)) and all(isinstance(o, TensorBase) for o in out):
-            return ("many", tuple(_out_meta(o, positions, args) for o in out)), out
+            # (the container's type too: max(dim) returns a named tuple with .values and .indices)
+            return ("many", tuple(_out_meta(o, positions, args) for o in out), type(out)), out
         return None, out
 
     def _record(self, func, args: tuple, key: tuple, new: list, real_view: bool = False):
@@ -862,14 +864,16 @@ class Capture(TorchDispatchMode):
 
     def _make(self, step: _Step, args: tuple, outs: Any):
         """The lazy result(s) of ``step`` (or the argument it returned)."""
-        kind, m = outs
+        kind, m = outs[0], outs[1]
         if kind == "one":
             return self._lazy(m, args)
         if kind == "arg":
             return args[m]
         if kind == "view":
             return self._view(step.op, args)
-        return tuple(self._lazy(x, args) for x in m)
+        lazies = [self._lazy(x, args) for x in m]
+        cls = outs[2]
+        return tuple(lazies) if cls is tuple else (cls(*lazies) if hasattr(cls, "_fields") else cls(lazies))
 
     def _view(self, func, args: tuple):
         """A view of a real tensor that requires grad: its data now (it aliases its base exactly), its

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from .. import Tensor
+from .._ops.common import like_sequence
 from .._ops.dispatcher import grad_state
 from .._ops.registry import OPS
 from ..autograd import Function
@@ -124,7 +125,7 @@ class _AOTTraceMode(ProxyTorchDispatchMode):
                     "(PyTorch's functionalization pass does).")
             return node
         if isinstance(a, (list, tuple)):
-            return type(a)(self.node_of(x) for x in a)
+            return like_sequence(a, [self.node_of(x) for x in a])
         return a
 
     def _run_value(self, a: Any) -> Any:
@@ -138,7 +139,7 @@ class _AOTTraceMode(ProxyTorchDispatchMode):
                 self.track(m, self.tensor_to_node[id(a)])   # autograd may save the stand-in
             return m
         if isinstance(a, (list, tuple)):
-            return type(a)(self._run_value(x) for x in a)
+            return like_sequence(a, [self._run_value(x) for x in a])
         return a
 
     def _functional_twin(self, func: Any, args: tuple) -> Any:

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import Tensor
 from .._dtype import _BY_NP
+from .._ops.common import like_sequence
 from .._ops.common import wrap as _wrap
 from .._parallel import get_num_threads
 from .._storage import Storage
@@ -51,7 +52,7 @@ def _to_tensor(a: Any) -> Any:
         from .. import from_numpy
         return from_numpy(a)
     if isinstance(a, (list, tuple)):
-        return type(a)(_to_tensor(x) for x in a)
+        return like_sequence(a, [_to_tensor(x) for x in a])
     return a
 
 
@@ -59,7 +60,7 @@ def _from_tensor(r: Any) -> Any:
     if isinstance(r, Tensor):
         return _np(r)
     if isinstance(r, (list, tuple)):
-        return type(r)(_from_tensor(x) for x in r)
+        return like_sequence(r, [_from_tensor(x) for x in r])
     return r
 
 

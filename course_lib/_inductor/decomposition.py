@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._ops.common import like_sequence
 from .._ops.registry import OPS, OpDef
 from ..fx.graph_module import GraphModule
 from ..fx.node import Node
@@ -293,7 +294,7 @@ def lower(gm: GraphModule) -> tuple[Lowering, Any]:
         if isinstance(a, Node):
             return env[a]
         if isinstance(a, (list, tuple)):
-            return type(a)(arg(x) for x in a)
+            return like_sequence(a, [arg(x) for x in a])
         return a
 
     output: Any = None
@@ -388,6 +389,11 @@ def _lower_op(L: Lowering, op: OpDef, args: tuple, shape: tuple[int, ...], dtype
             v = DECOMPOSITIONS[op.name](L, dtype, *args)
             if v is None:   # not decomposed after all: drop what the attempt built
                 del L.values[n_values:]
+        elif op.name == "clone":
+            # a copy in row-major order (reshape of a permuted tensor records clone(x, contiguous_format));
+            # channels_last keeps its own layout: an extern
+            if len(args) < 2 or args[1] in (None, "contiguous_format", "preserve_format"):
+                v = L.pw("clone", args[0], dtype=dtype)
         elif op.name in PRIMITIVES:
             v = L.pw(op.name, *args, dtype=dtype)
         if v is not None:

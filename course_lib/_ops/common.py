@@ -223,3 +223,11 @@ def checked_scalar(value, dtype: _dtype.dtype):
 def type_name(t) -> str:
     """'torch.FloatTensor'-style names PyTorch uses in messages (here 'course_lib.FloatTensor')."""
     return f"torch.{t.dtype._tensor_name}Tensor"
+
+
+def like_sequence(a: tuple | list, items) -> tuple | list:
+    """``items`` in a container of ``a``'s type: a list, a tuple, or a named tuple (``return_types.max``,
+    whose constructor takes the fields one by one)."""
+    if hasattr(a, "_fields"):
+        return type(a)(*items)
+    return type(a)(items)

@@ -25,6 +25,7 @@ import operator
 from typing import Any, Callable
 
 from ... import Tensor
+from ..._ops.common import like_sequence
 from ..._ops.registry import OPS
 from ...nn import Module, Parameter
 from ...utils import TorchDispatchMode
@@ -71,7 +72,7 @@ class ProxyTorchDispatchMode(TorchDispatchMode):
                 self.track(a, node)
             return node
         if isinstance(a, (list, tuple)):
-            return type(a)(self.node_of(x) for x in a)
+            return like_sequence(a, [self.node_of(x) for x in a])
         return a
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
