@@ -142,9 +142,10 @@ def test_report_counts_problems_and_a_crashing_check_is_a_problem(monkeypatch, c
         raise ImportError("no module named jupyter_client")
 
     monkeypatch.setattr(doctor, "CHECKS", (lambda: doctor.check_python((3, 12, 1)), broken))
-    findings = doctor.run()
+    assert doctor.run() is None  # chapter 00's cell shows the printed report, and no repr after it
     out = capsys.readouterr().out.splitlines()
     assert out[1] == "  ok    Python: 3.12.1"
     assert out[2].startswith("  FIX   broken: the check itself failed (ImportError: no module named jupyter_client)")
     assert out[-1] == "1 problem to fix (the lines marked FIX)."
-    assert doctor.main([]) == 1 and len(findings) == 2
+    assert doctor.main([]) == 1 and capsys.readouterr().out.splitlines() == out
+    assert len(doctor.diagnose()) == 2

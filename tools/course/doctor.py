@@ -281,14 +281,14 @@ def report(findings: list[Finding]) -> str:
     return "\n".join(lines)
 
 
-def run(file=None) -> list[Finding]:
-    """Print the report (to stdout) and return the findings; chapter 00's environment cell calls this."""
-    findings = diagnose()
-    print(report(findings), file=file if file is not None else sys.stdout)
-    return findings
+def run() -> None:
+    """Print the report; chapter 00's environment cell calls this (it returns nothing, so that the cell
+    shows the report only; :func:`diagnose` gives the findings)."""
+    print(report(diagnose()))
 
 
 def main(argv: list[str] | None = None) -> int:
     """``course doctor``: exit status 0 when nothing needs fixing (warnings allowed), 1 otherwise."""
-    findings = run()
+    findings = diagnose()
+    print(report(findings))
     return 1 if any(f.status == FAIL for f in findings) else 0
