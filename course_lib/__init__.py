@@ -76,3 +76,12 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     from ._dynamo.eval_frame import compile as _compile
     return _compile(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
                     disable=disable)
+
+
+def __getattr__(name: str):
+    """``course_lib.onnx`` after a bare ``import course_lib`` (as ``torch.onnx``), imported on first use: it
+    needs the optional onnx package only when exporting."""
+    if name == "onnx":
+        import importlib
+        return importlib.import_module(f"{__name__}.onnx")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -75,6 +75,9 @@ def test_tensor_predicates_and_comparisons(torch):
             lambda: m.allclose(m.tensor([nan]), m.tensor([nan])),
             lambda: m.allclose(m.tensor([nan]), m.tensor([nan]), equal_nan=True),
             lambda: m.allclose(m.tensor([1.0]), m.tensor([1.1]), rtol=0.2),
+            lambda: m.ones(2).equal(m.ones(2)), lambda: m.ones(2).equal(m.zeros(2)),
+            lambda: m.ones(2).allclose(m.ones(2) + 1e-6), lambda: m.ones(2).allclose(m.ones(3)),
+            lambda: m.onnx.export.__name__,
         ]
     for i, (c, t) in enumerate(zip(cases(cl), cases(torch))):
         assert outcome(c) == outcome(t), i

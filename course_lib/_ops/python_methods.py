@@ -204,6 +204,16 @@ class PythonMethods:
         return dispatch(OPS["bitwise_not"], (self,))
 
     # -- dtype and device ------------------------------------------------------------------
+    def equal(self, other) -> bool:
+        """``course_lib.equal(self, other)``: same shape and the same values."""
+        from .._compare import equal
+        return equal(self, other)
+
+    def allclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+        """``course_lib.allclose(self, other, ...)``."""
+        from .._compare import allclose
+        return allclose(self, other, rtol, atol, equal_nan)
+
     def to(self, *args, **kwargs):
         """Convert dtype and/or device: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``.
 
