@@ -11,6 +11,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 BROWSER_STAMP := $(VENV)/.browser-stamp
+TEST_STAMP := $(VENV)/.test-stamp
 THREADS := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
 .PHONY: course test browser oracle bench notebooks clean
@@ -36,8 +37,13 @@ $(BROWSER_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e "tools[browser]"
 	@touch $(BROWSER_STAMP)
 
+# what only the tests need: onnx and onnxruntime for course_lib.onnx's export tests (pyproject.toml's onnx-test)
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[compile,onnx-test]"
+	@touch $(TEST_STAMP)
+
 # The main suite on two workers (tests/browser is left out: pyproject.toml), then the browser test on its own.
-test: $(STAMP) $(BROWSER_STAMP)
+test: $(STAMP) $(TEST_STAMP) $(BROWSER_STAMP)
 	@if [ "$$COURSE_REQUIRE_ORACLE" = "1" ]; then $(MAKE) --no-print-directory oracle; fi
 	$(BIN)/ruff check .
 	$(THREADS) $(BIN)/python -m pytest -n 2 --dist loadfile
