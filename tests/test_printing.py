@@ -364,7 +364,7 @@ def strided_views(draw):
 
 
 @pytest.mark.oracle
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=90, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.data_too_large,
                                                                    HealthCheck.filter_too_much])
 @given(view=strided_views(), opts=st.sampled_from([{}, {}, dict(precision=2), dict(linewidth=50),
