@@ -576,7 +576,7 @@ check("04.4", record_activations)
 # weights, and plots the standard deviation of each ReLU's output, recorded with your `record_activations`
 # (or course_lib's copy if you have not done 04.4 yet).
 
-# %% id="stats-figure"
+# %% id="stats-figure" grader_runs="print('`course grade` skips the figure')"
 def deep_mlp(init, width=128, depth=10):
     layers = []
     for _ in range(depth):
@@ -727,7 +727,7 @@ check("04.5", MyLinear)
 # The picture below shows a 2-channel 4x4 input and a 3x3 kernel: each cell of the column matrix shows which
 # input pixel it copies; the red window and the red column are the same 18 numbers.
 
-# %% id="im2col-figure"
+# %% id="im2col-figure" grader_runs="print('`course grade` skips the figure')"
 from course_lib.viz import draw_im2col
 
 draw_im2col(channels=2, height=4, width=4, kernel=3, out_channels=3, highlight=(0, 1))
@@ -1245,7 +1245,7 @@ check("04.10", adam_step)
 # The same seed always gives the same images; we use one seed for 1500 training images and another for 500
 # test images.
 
-# %% id="train-data"
+# %% id="train-data" grader_runs="from course_lib.datasets import make_shapes; train_x, train_y = make_shapes(1500, size=12, seed=1); test_x, test_y = make_shapes(500, size=12, seed=2)  # `course grade` skips the figure"
 from course_lib.datasets import SHAPE_CLASSES, make_shapes
 
 train_x, train_y = make_shapes(1500, size=12, seed=1)
@@ -1351,7 +1351,7 @@ plt.show()
 # where its forward does one. Max pooling is not free either: its forward finds the maximum of every window
 # (and remembers where it was, for backward) through a strided view.
 
-# %% id="measure-layers"
+# %% id="measure-layers" grader_runs="print('`course grade` skips the measurement')"
 def time_layers(net, x, y, repeat=10):
     fwd, bwd, start = {}, {}, {}
     handles = []
