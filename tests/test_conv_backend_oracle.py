@@ -51,3 +51,28 @@ def test_unnamed_backend_nine_is_mkldnn_transpose():
     members = {name: int(v) for name, v in torch._C._ConvBackend.__members__.items()}
     assert members["Mkldnn"] == 8 and members["MkldnnEmpty"] == 10
     assert 9 not in members.values()
+
+
+def test_an_answer_that_asks_torch_fails_04_11():
+    """04.11 forbids torch._C._select_conv_backend (a C function, matched by module and name): an answer that
+    calls it fails the case even when every value it returns is right."""
+    import pytest
+
+    from course.checks import CheckFailure, run_check
+
+    torch = require_torch()
+    checks = load_chapter_module("04", "checks", CHAPTERS)
+    answers = {tuple(map(repr, row[:10])): row[10] for row in checks.CONV_BACKENDS}
+
+    def select_conv_backend(*args):
+        torch._C._select_conv_backend(torch.zeros(1, 1, 3, 3), torch.zeros(1, 1, 1, 1), None, [1, 1], [0, 0],
+                                      [1, 1], False, [0, 0], 1)
+        return answers[tuple(map(repr, args))]
+
+    with pytest.raises(CheckFailure, match="torch._C._select_conv_backend"):
+        run_check("04.11", select_conv_backend)
+
+    def from_the_table(*args):      # the same values without the call: the watch is what fails the first one
+        return answers[tuple(map(repr, args))]
+
+    assert run_check("04.11", from_the_table).startswith("✓ 04.11")

@@ -184,3 +184,16 @@ def test_an_unknown_unwatched_reason_is_malformed():
     text = json.dumps({"exercise": "99.6", "results": [{"status": "ok", "value": 1, "unwatched": ["nothing"]}]})
     with pytest.raises(ProbeError, match="malformed"):
         checks.judge(ex, [checks.call(expected=1)], text)
+
+
+def test_a_c_function_named_by_module_and_name_is_caught_and_no_other():
+    """``CFunction`` forbids a C function of a library the checks do not import (torch._C's), by its name."""
+    import math
+
+    watch = checks._ForbiddenCalls({"math.sqrt": checks.CFunction("math", "sqrt")}, ((), ()))
+    with watch:
+        math.floor(2.5)
+    assert watch.seen == []
+    with checks._ForbiddenCalls({"math.sqrt": checks.CFunction("math", "sqrt")}, ((), ())) as w2:
+        math.sqrt(2.0)
+    assert w2.seen == ["math.sqrt"]

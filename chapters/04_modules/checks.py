@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 import course_lib as cl
-from course.checks import call, exercise, probe
+from course.checks import CFunction, call, exercise, probe
 from course_lib import nn
 from course_lib.models.resnet import BasicBlock, Bottleneck, ResNet
 from course_lib.nn import functional as F
@@ -1343,6 +1343,7 @@ def _conv_backend_label(row) -> str:
 
 
 @exercise("04.11", title="select_conv_backend", points=2,
+          forbid={"torch._C._select_conv_backend": CFunction("torch._C", "_select_conv_backend")},
           hint="Empty for a zero batch or zero channels; a 1-d convolution is a 2-d one with height 1. oneDNN "
                "(Mkldnn, or MkldnnTranspose) needs: enabled, float32, output_padding < stride when transposed, "
                "(strided or dilated or N >= 16 or a kernel that is not 1x1 or more than one thread) and (groups > 1 "

@@ -1532,7 +1532,8 @@ if torch is not None:
 #
 # The check compares your answers with a table of what `torch._C._select_conv_backend` returned for 110
 # convolutions (it is `CONV_BACKENDS` in `chapters/04_modules/checks.py`, and a test re-runs it in PyTorch);
-# grading does not need PyTorch. Do not call PyTorch or look answers up in that table: the rules are the exercise.
+# grading does not need PyTorch. Do not call PyTorch (a call to `torch._C._select_conv_backend` fails the case) or
+# look answers up in that table: the rules are the exercise.
 #
 # *Hint:* "strided" means some stride is not 1 and "dilated" some dilation is not 1; for a 3-d input the "first
 # four sizes" are `N, C, D, H` (the heuristic was written for 4-d tensors and nobody changed it).

@@ -555,6 +555,14 @@ def _thread_profile(frame, event, arg):
         watch._profile(frame, event, arg)
 
 
+class CFunction:
+    """A forbidden C function named by its module and name, for a library the checks must not import
+    (``CFunction("torch._C", "_select_conv_backend")``): matched by name when the learner's code calls it."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+
+
 class _ForbiddenCalls:
     """While active, records which of `forbid` is called from outside the trusted code (sys.setprofile).
 
@@ -580,7 +588,11 @@ class _ForbiddenCalls:
             fork_exec = None
         self.codes: dict[Any, str] = {}
         self.c_calls: dict[int, Any] = {}  # id of a C function -> a forbidden name, or a method to run
+        self.c_named: dict[tuple[str, str], str] = {}   # (module, name) of a C function -> a forbidden name
         for name, fn in forbid.items():
+            if isinstance(fn, CFunction):
+                self.c_named[(fn.module, fn.name)] = name
+                continue
             fn = getattr(fn, "__func__", fn)
             seen = 0
             while fn is not None and seen < 8:
@@ -590,7 +602,7 @@ class _ForbiddenCalls:
                 else:
                     self.c_calls[id(fn)] = name
                 fn, seen = getattr(fn, "__wrapped__", None), seen + 1
-        self._on = bool(self.codes or self.c_calls)
+        self._on = bool(self.codes or self.c_calls or self.c_named)
         if self._on:
             self.c_calls.update({id(_thread.start_new_thread): self._thread_started,
                                  id(_thread.start_new): self._thread_started})
@@ -635,7 +647,11 @@ class _ForbiddenCalls:
         elif event == "c_call":
             name = self.c_calls.get(id(arg))
             if name is None:
-                return
+                if not self.c_named:
+                    return
+                name = self.c_named.get((getattr(arg, "__module__", None), getattr(arg, "__name__", None)))
+                if name is None:
+                    return
             if type(name) is str:
                 if name not in self.seen and self._outside(frame):
                     self.seen.append(name)
