@@ -808,3 +808,26 @@ def test_global_flags(torch):
         m.set_float32_matmul_precision("highest")
         return out + [m.are_deterministic_algorithms_enabled(), m.is_deterministic_algorithms_warn_only_enabled()]
     assert run(cl) == run(torch)
+
+
+def test_adam_family_and_scheduler_sequences_refuse_bad_arguments_as_torch(torch):
+    """The shared argument checks (check_adam_args, _check_schedulers) give each class torch's type and words."""
+    def cases(m):
+        w = [m.nn.Parameter(m.ones(2))]
+        out = []
+        for name in ("Adam", "AdamW", "Adamax", "NAdam", "RAdam"):
+            cls = getattr(m.optim, name)
+            out += [lambda cls=cls, kw=kw: cls(w, **kw) and None
+                    for kw in ({"lr": -1.0}, {"eps": -1e-8}, {"betas": (1.0, 0.9)}, {"betas": (0.9, -0.1)},
+                               {"weight_decay": -1.0})]
+        opt, other = m.optim.SGD(w, lr=0.1), m.optim.SGD([m.nn.Parameter(m.ones(2))], lr=0.1)
+        lr = m.optim.lr_scheduler
+        for make in (lambda s: lr.SequentialLR(opt, s, milestones=[1]), lambda s: lr.ChainedScheduler(s)):
+            out += [lambda make=make: make([lr.StepLR(opt, 2), lr.StepLR(other, 2)]) and None,
+                    lambda make=make: make([lr.StepLR(opt, 2), lr.ReduceLROnPlateau(opt)]) and None,
+                    lambda make=make: make([lr.StepLR(opt, 2), object()]) and None]
+        return out
+
+    for i, (c, t) in enumerate(zip(cases(cl), cases(torch))):
+        o, e = outcome(c), outcome(t)
+        assert e[0] != "ok" and o[0] == e[0] and o[1].split(" at 0x")[0] == e[1].split(" at 0x")[0], (i, o, e)

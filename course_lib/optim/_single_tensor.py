@@ -9,6 +9,20 @@ from .. import _dtype
 from .._ops.common import wrap
 
 
+def check_adam_args(lr: float, eps: float, betas, weight_decay: float) -> None:
+    """The Adam family's argument checks (Adam, AdamW, Adamax, NAdam, RAdam), with PyTorch's messages."""
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
 def call_closure(closure: Callable | None):
     """Re-evaluate the model with grad mode on (``step`` itself runs under no_grad)."""
     if closure is None:

@@ -363,6 +363,21 @@ class OneCycleLR(LRScheduler):
         return lrs
 
 
+def _check_schedulers(name: str, schedulers: list, optimizer: Optimizer) -> None:
+    """SequentialLR's and ChainedScheduler's checks of the schedulers they run, with PyTorch's messages."""
+    for idx, scheduler in enumerate(schedulers):
+        if not hasattr(scheduler, "optimizer"):
+            raise TypeError(f"{name} at index {idx} should have `optimizer` as its attribute.")
+        if isinstance(scheduler, ReduceLROnPlateau):
+            raise ValueError(f"{name} does not support `ReduceLROnPlateau` scheduler as it requires additional "
+                             "kwargs to be specified when calling `step`, but got one at index "
+                             f"{idx} in the given schedulers sequence.")
+        if optimizer != scheduler.optimizer:
+            raise ValueError(f"{name} expects all schedulers to belong to the same optimizer, but got scheduler "
+                             f"{type(scheduler).__name__} at index {idx} has {scheduler.optimizer}, which is "
+                             f"different from {type(optimizer).__name__}.")
+
+
 class SequentialLR(LRScheduler):
     """Run ``schedulers`` one after another, switching at each of the ``milestones`` (epochs)."""
 
@@ -370,17 +385,7 @@ class SequentialLR(LRScheduler):
         name = type(self).__name__
         if len(schedulers) < 1:
             raise ValueError(f"{name} expects at least one scheduler, but got no scheduler.")
-        for idx, scheduler in enumerate(schedulers):
-            if not hasattr(scheduler, "optimizer"):
-                raise TypeError(f"{name} at index {idx} should have `optimizer` as its attribute.")
-            if isinstance(scheduler, ReduceLROnPlateau):
-                raise ValueError(f"{name} does not support `ReduceLROnPlateau` scheduler as it requires additional "
-                                 "kwargs to be specified when calling `step`, but got one at index "
-                                 f"{idx} in the given schedulers sequence.")
-            if optimizer != scheduler.optimizer:
-                raise ValueError(f"{name} expects all schedulers to belong to the same optimizer, but got scheduler "
-                                 f"{type(scheduler).__name__} at index {idx} has {scheduler.optimizer}, which is "
-                                 f"different from {type(optimizer).__name__}.")
+        _check_schedulers(name, schedulers, optimizer)
         if len(milestones) != len(schedulers) - 1:
             raise ValueError("Sequential Schedulers expects number of schedulers provided to be one more than the "
                              f"number of milestone points, but got number of schedulers {len(schedulers)} and the "
@@ -628,17 +633,7 @@ class ChainedScheduler(LRScheduler):
         if len(schedulers) < 1:
             raise ValueError(f"{name} expects at least one scheduler to be chained, but got no scheduler.")
         optimizer = optimizer or schedulers[0].optimizer
-        for idx, scheduler in enumerate(schedulers):
-            if not hasattr(scheduler, "optimizer"):
-                raise TypeError(f"{name} at index {idx} should have `optimizer` as its attribute.")
-            if isinstance(scheduler, ReduceLROnPlateau):
-                raise ValueError(f"{name} does not support `ReduceLROnPlateau` scheduler as it requires additional "
-                                 "kwargs to be specified when calling `step`, but got one at index "
-                                 f"{idx} in the given schedulers sequence.")
-            if optimizer != scheduler.optimizer:
-                raise ValueError(f"{name} expects all schedulers to belong to the same optimizer, but got scheduler "
-                                 f"{type(scheduler).__name__} at index {idx} has {scheduler.optimizer}, which is "
-                                 f"different from {type(optimizer).__name__}.")
+        _check_schedulers(name, schedulers, optimizer)
         self._schedulers = schedulers
         self.optimizer = optimizer
         self._last_lr = [group["lr"] for group in self._schedulers[-1].optimizer.param_groups]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._single_tensor import call_closure, params_with_grad, step_tensor, zeros_state
+from ._single_tensor import call_closure, check_adam_args, params_with_grad, step_tensor, zeros_state
 from .optimizer import Optimizer, _use_grad
 
 __all__ = ["NAdam"]
@@ -17,16 +17,7 @@ class NAdam(Optimizer):
     def __init__(self, params, lr: float = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0,
                  momentum_decay: float = 4e-3, decoupled_weight_decay: bool = False, *, foreach=None,
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_adam_args(lr, eps, betas, weight_decay)
         if not 0.0 <= momentum_decay:
             raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay,
