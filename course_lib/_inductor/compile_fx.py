@@ -10,7 +10,6 @@ a new one), calls the kernels and the extern ops in order, and returns tensors.
 """
 from __future__ import annotations
 
-import sys
 from typing import Any, Sequence
 
 import numpy as np
@@ -134,9 +133,9 @@ MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cu
 def compile_fx(gm: GraphModule, example_inputs: Sequence[Any], mode: str | None = None) -> CompiledFxGraph:
     """Compile ``gm`` into fused numba kernels plus calls of course_lib's kernels for the rest.
 
-    ``mode="reduce-overhead"``: the buffers are allocated on the first call and reused by every
-    later one (a buffer holding a result the caller still references is replaced, never
-    overwritten), and views, matmuls and ``addmm`` are numpy calls in the wrapper (``out=`` a
+    ``mode="reduce-overhead"``: the intermediate buffers are allocated on the first call and reused
+    by every later one; a result gets a new buffer on every call (the caller owns it: AccumulateGrad
+    takes a gradient without copying it), and views, matmuls and ``addmm`` are numpy calls in the wrapper (``out=`` a
     buffer) instead of course_lib's dispatcher.  ``"max-autotune"`` compiles as the default does
     (there is nothing to tune here)."""
     if mode not in MODES:
@@ -279,7 +278,7 @@ def compile_fx(gm: GraphModule, example_inputs: Sequence[Any], mode: str | None 
                 free.setdefault((v.numel, v.dtype.name), []).append(flat[id(v)])
     lines.append(f"    return {_fmt_out(output, arr, values)}")
     wrapper = "\n".join(lines) + "\n"
-    namespace.update(_buffers=[], _sizes=sizes, _refcount=sys.getrefcount, _inplace_flat=_inplace_flat,
+    namespace.update(_buffers=[], _sizes=sizes, _inplace_flat=_inplace_flat,
                      _write_back=_write_back, _nll_forward=_nll_forward, _nll_backward=_nll_backward)
     exec(compile(wrapper, "<course_lib._inductor wrapper>", "exec"), namespace)
     n_groups = sum(isinstance(s, FusionGroup) for s in steps)
