@@ -37,9 +37,10 @@ $(BROWSER_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e "tools[browser]"
 	@touch $(BROWSER_STAMP)
 
-# what only the tests need: onnx and onnxruntime for course_lib.onnx's export tests (pyproject.toml's onnx-test)
+# what only the tests need (pyproject.toml's test extra): onnx and onnxruntime for course_lib.onnx's export
+# tests, graphviz for the comparison of make_dot's own Digraph with it
 $(TEST_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[compile,onnx-test]"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[compile,test]"
 	@touch $(TEST_STAMP)
 
 # The main suite on two workers (tests/browser is left out: pyproject.toml), then the browser test on its own.

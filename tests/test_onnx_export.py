@@ -15,7 +15,7 @@ import pytest
 
 onnx = pytest.importorskip("onnx", reason="onnx not installed: pip install onnx==1.23.2 (the 'onnx' extra)")
 ort = pytest.importorskip("onnxruntime", reason="onnxruntime not installed: pip install onnxruntime==1.32.0 "
-                          "(the 'onnx-test' extra)")
+                          "(the 'test' extra)")
 
 import course_lib as cl  # noqa: E402
 import course_lib.nn.functional as F  # noqa: E402
