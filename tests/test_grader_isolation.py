@@ -328,7 +328,7 @@ def batch(tmp_path_factory):
         "carl/00_welcome.ipynb": attacks.edits_other(str(subs / "dave" / "00_welcome.ipynb")),
         "dave/00_welcome.ipynb": cases.correct(),
         "kim/00_welcome.ipynb": attacks.kills_parent(str(root / "kim.pid")),
-        "forger/00_welcome.ipynb": attacks.forge_results(),
+        "forger/00_welcome.ipynb": attacks.forge_results(str(root / "forger.json")),
     }
     for rel, text in files.items():
         (subs / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -368,7 +368,7 @@ def _statuses_of(result: dict) -> dict:
 
 def test_batch_one_student_cannot_change_another_submission(batch):
     root, _, rows, results = batch
-    assert _points(rows, "dave") == 5 and results["dave"]["passed"]
+    assert _points(rows, "dave") == 5 and results["dave"]["passed"], results["dave"]
     assert (root / "subs" / "dave" / "00_welcome.ipynb").read_text() != cases.correct(), "the attack did not happen"
     assert any("dave" in w for w in results["carl"]["warnings"])
     assert any(r["student"] == "carl" and r["status"] == "WARNING" for r in rows)
@@ -383,12 +383,18 @@ def test_batch_a_notebook_that_kills_its_parent(batch):
 
 
 def test_batch_forged_results_earn_nothing(batch):
-    _, _, rows, results = batch
+    root, _, rows, results = batch
     assert _points(rows, "forger") == 0
     assert set(_statuses_of(results["forger"]).values()) == {NOT_ATTEMPTED}
-    assert any("did not come from the grader" in w for w in results["forger"]["warnings"])
-    # a student graded beside the forger (whose channel got the same lines) is not affected either
-    assert _points(rows, "alice") == 5 and _points(rows, "dave") == 5
+    # the results channels are sockets, which cannot be opened through /proc/<pid>/fd: the forger
+    # found at least one (its own run's, in pytest and in the grader) and wrote to none
+    tally = json.loads((root / "forger.json").read_text())
+    assert tally["socket tried"] >= 1 and tally["socket opened"] == 0, tally
+    # so no unsigned line reached the grader (one that did would be reported and ignored)
+    forged = [w for w in results["forger"]["warnings"] if "did not come from the grader" in w]
+    assert not forged, forged
+    # a student graded beside the forger is not affected either
+    assert _points(rows, "alice") == 5 and _points(rows, "dave") == 5, (results["alice"], results["dave"])
 
 
 @pytest.mark.slow

@@ -36,7 +36,7 @@ def _forged_events(n_cells: int = 40) -> list[str]:
     return lines
 
 
-FORGE = '''import os, glob
+FORGE = '''import os, glob, json
 forged = {lines!r}
 payload = ("\\n".join(forged) + "\\n").encode()
 # 1. a results file named in the environment, or left near this notebook's folder
@@ -49,7 +49,9 @@ for path in candidates:
                 f.write(payload)
         except OSError:
             pass
-# 2. every pipe of every ancestor up to the grader (pytest, the supervisor, the `course grade` process)
+# 2. every pipe and socket of every ancestor up to the grader (pytest, the supervisor, the
+#    `course grade` process): opened through /proc/<pid>/fd, written to
+tally = {{"socket tried": 0, "socket opened": 0, "pipe opened": 0}}
 pid, cmdline = os.getpid(), b""
 for _ in range(3):  # pytest, the supervisor, the grader: never above
     if b"course\\x00grade" in cmdline:
@@ -64,23 +66,32 @@ for _ in range(3):  # pytest, the supervisor, the grader: never above
         continue
     for fd in fds:
         try:
-            if os.readlink(f"/proc/{{pid}}/fd/{{fd}}").startswith("pipe:"):
-                w = os.open(f"/proc/{{pid}}/fd/{{fd}}", os.O_WRONLY | os.O_NONBLOCK)
-                os.write(w, payload)
-                os.close(w)
+            kind = os.readlink(f"/proc/{{pid}}/fd/{{fd}}").split(":")[0]
+        except OSError:
+            continue
+        if kind not in ("pipe", "socket"):
+            continue
+        tally["socket tried"] += kind == "socket"
+        try:
+            w = os.open(f"/proc/{{pid}}/fd/{{fd}}", os.O_WRONLY | os.O_NONBLOCK)
+            os.write(w, payload)
+            os.close(w)
+            tally[kind + " opened"] += 1
         except OSError:
             pass
+json.dump(tally, open({report!r}, "w"))
 '''
 
 
-def forge_results() -> str:
+def forge_results(report: str) -> str:
     """Unanswered, and a cell that writes 'every cell passed' wherever results might be read.
 
     It walks up its ancestors to the ``course grade`` process (never further: the processes above
-    are not the grader's; grade it with the command) and writes into each one's pipes.
+    are not the grader's; grade it with the command) and writes into each one's pipes and sockets
+    it can open; it writes what it tried and managed to the JSON file `report`.
     """
     nb = _load()
-    _insert_after(nb, _first_code_id(nb), FORGE.format(lines=_forged_events()), "forge")
+    _insert_after(nb, _first_code_id(nb), FORGE.format(lines=_forged_events(), report=report), "forge")
     return _text(nb)
 
 

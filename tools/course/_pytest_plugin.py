@@ -1,11 +1,12 @@
 """pytest plugin loaded by the grader (``-p course._pytest_plugin``) in the pytest process that runs nbval.
 
-The results channel: the grader hands this process one end of a pipe (its number in
+The results channel: the grader hands this process one end of a Unix socket pair (its number in
 ``COURSE_GRADER_FD``) and, on stdin, a secret nonce. At import the variable is removed from the
-environment, the pipe is made non-inheritable and stdin is closed, all before nbval starts the
-kernel: the kernel (started with close_fds, from this environment) has neither the pipe nor the
-nonce. On Linux this process also makes itself non-dumpable, so that a kernel running as the same
-(non-root) user cannot open the pipe or read the nonce through ``/proc/<pid>/``, and asks to be
+environment, the socket is made non-inheritable and stdin is closed, all before nbval starts the
+kernel: the kernel (started with close_fds, from this environment) has neither the socket nor the
+nonce, and a socket cannot be opened through ``/proc/<pid>/fd`` (a pipe can). On Linux this
+process also makes itself non-dumpable, so that a kernel running as the same (non-root) user
+cannot read the nonce through ``/proc/<pid>/``, and asks to be
 killed if its parent, the run's supervisor, dies. Every event is one line,
 ``<nonce> <json>``: when a cell starts, and how each cell ended (outcome, the kernel's reply status,
 nbval's message, the cell's error output, each field cut to a bounded size; for a check cell, the

@@ -1,7 +1,7 @@
 """The supervisor of one grading run: ``python -I -S _supervisor.py FD PARENT WORKDIR -- pytest ...``.
 
 Started by the grader in a session of its own; runs the given command (pytest, which starts the
-notebook's kernel) as its child, handing it the results pipe `FD` and closing its own copy. On
+notebook's kernel) as its child, handing it the results socket `FD` and closing its own copy. On
 Linux it is a *child subreaper*: a process of the run that double-forks or starts a new session
 is re-parented to the supervisor instead of to init, so it stays in the supervisor's tree. When
 the command ends, or the supervisor gets SIGTERM (the grader's time limits) or its parent dies,

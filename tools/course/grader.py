@@ -14,8 +14,9 @@ a grader, so for each learner notebook we
    copies of the checks and libraries, and run ``pytest --nbval-lax --nbval-current-env`` on it
    under a supervisor (``_supervisor.py``) with a scrubbed environment, kernel limits (memory,
    processes, file size), a per-cell timeout, a per-cell output cap and a total time limit for the
-   notebook; results come back through a pipe only pytest holds, each line signed with a nonce
-   the kernel never sees (``_pytest_plugin.py``);
+   notebook; results come back through a Unix socket pair only pytest and the grader hold (unlike
+   a pipe, it cannot be opened through ``/proc/<pid>/fd``, not even by root), each line signed
+   with a nonce the kernel never sees (``_pytest_plugin.py``);
 5. after a cell timed out, killed its kernel, flooded its output or killed the run, replace that
    cell (a solution cell by its stub, any other cell by ``pass``) and run again, so later
    exercises are still graded;
@@ -33,6 +34,7 @@ import secrets
 import selectors
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -530,7 +532,11 @@ def _run_pytest(nb: nbformat.NotebookNode, name: str, snap: CourseSnapshot, limi
     env[_LIMITS_ENV] = json.dumps({"memory_mb": limits.memory_mb, "processes": limits.processes,
                                    "file_size_mb": limits.file_size_mb,
                                    "max_output": int(limits.output_mb * 1e6)})
-    read_fd, write_fd = os.pipe()
+    # a socket pair, not a pipe: another run's kernel (same user, or root) could open a pipe the
+    # grader holds through /proc/<pid>/fd and interleave bytes with this run's lines; a socket
+    # cannot be opened that way
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    read_fd, write_fd = ours.detach(), theirs.detach()
     nonce_r, nonce_w = os.pipe()
     os.write(nonce_w, f"{nonce}\n".encode())
     os.close(nonce_w)
