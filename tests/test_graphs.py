@@ -61,3 +61,64 @@ def test_extreme_probabilities():
 def test_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         stochastic_block_model(**kwargs)
+
+
+# ------------------------------------------------------------------ the graph operations, against dense matrices
+
+def _directed(seed: int, n: int = 9, e: int = 25) -> np.ndarray:
+    r = np.random.default_rng(seed)
+    pairs = {(int(a), int(b)) for a, b in r.integers(0, n, (e, 2)) if a != b}
+    return np.array(sorted(pairs), np.int64).T.reshape(2, -1)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_gcn_norm_propagate_and_mean_against_dense(seed):
+    import course_lib as cl
+    from course_lib.datasets.graphs import gcn_norm, mean_aggregate, propagate
+    n = 9
+    ei = _directed(seed, n)
+    adj = np.zeros((n, n))
+    adj[ei[1], ei[0]] = 1                          # row = target: (A x)[t] sums over the edges s -> t
+    a_hat = adj + np.eye(n)
+    d = a_hat.sum(1) ** -0.5                       # in-degree with the self-loop
+    loops, w = gcn_norm(cl.tensor(ei), n)
+    assert loops.tolist() == np.concatenate([ei, np.tile(np.arange(n), (2, 1))], 1).tolist()
+    assert w.dtype is cl.float32
+    np.testing.assert_allclose(w.numpy(), d[loops.numpy()[0]] * d[loops.numpy()[1]], rtol=1e-6)
+
+    x = np.random.default_rng(seed).normal(size=(n, 3))
+    xt = cl.tensor(x, requires_grad=True)
+    weight = cl.tensor(np.linspace(0.5, 2.0, ei.shape[1]), requires_grad=True)
+    out = propagate(xt, cl.tensor(ei), weight)
+    dense = np.zeros((n, n))
+    np.add.at(dense, (ei[1], ei[0]), weight.detach().numpy())
+    np.testing.assert_allclose(out.detach().numpy(), dense @ x, rtol=1e-12)
+    out.sum().backward()
+    np.testing.assert_allclose(xt.grad.numpy(), dense.T @ np.ones((n, 3)), rtol=1e-12)
+    np.testing.assert_allclose(weight.grad.numpy(), x[ei[0]].sum(1), rtol=1e-12)
+
+    mean = mean_aggregate(cl.tensor(x), cl.tensor(ei)).numpy()
+    count = adj.sum(1, keepdims=True)
+    np.testing.assert_allclose(mean, np.where(count > 0, adj @ x / np.maximum(count, 1), 0.0), rtol=1e-12)
+
+
+def test_random_walks_follow_edges_uniformly():
+    from course_lib.datasets.graphs import random_walks
+    # a star (centre 0, leaves 1..4) joined to a triangle (4, 5, 6): degrees 4, 1, 1, 1, 3, 2, 2
+    und = np.array([[0, 1], [0, 2], [0, 3], [0, 4], [4, 5], [5, 6], [6, 4]])
+    ei = np.concatenate([und, und[:, ::-1]]).T[:, ::-1]                 # both directions, not sorted
+    starts = np.tile(np.arange(7), 3000)
+    walks = random_walks(ei, starts, 4, np.random.default_rng(0))
+    assert walks.dtype == np.int64 and walks.shape == (21000, 4) and (walks[:, 0] == starts).all()
+    counts = np.zeros((7, 7))
+    np.add.at(counts, (walks[:, :-1].ravel(), walks[:, 1:].ravel()), 1)
+    adj = np.zeros((7, 7), bool)
+    adj[ei[0], ei[1]] = True
+    assert (counts[~adj] == 0).all()                                     # every step follows an edge
+    expected = counts.sum(1, keepdims=True) * adj / adj.sum(1, keepdims=True)
+    assert (np.abs(counts - expected)[adj] < 5 * np.sqrt(expected[adj])).all()   # uniform over neighbours
+    again = random_walks(ei, starts, 4, np.random.default_rng(0))
+    assert np.array_equal(walks, again)
+    assert random_walks(ei, np.array([3]), 1, np.random.default_rng(0)).tolist() == [[3]]
+    with pytest.raises(ValueError, match="node 7 has no neighbour"):
+        random_walks(ei, np.array([7]), 2, np.random.default_rng(0))

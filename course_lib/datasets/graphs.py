@@ -20,6 +20,26 @@ between two. The features are noise with a weak hint of the community: a node of
 gets ``signal`` added to feature ``c``. With a small ``signal`` a classifier that sees one node's
 features alone does poorly, and one that also averages over the node's neighbours (most of them in
 the same community) does well: the task needs the graph.
+
+The module also has the few graph operations chapter 09 builds, as references (PyTorch has no
+graph layer; the names follow PyTorch Geometric's): :func:`gcn_norm` (the coefficients of
+D^-1/2 (A + I) D^-1/2 per edge), :func:`propagate` (a weighted sum over incoming edges, with
+``index_add``), :func:`mean_aggregate` (the mean over incoming edges, with ``scatter_reduce``) and
+:func:`random_walks` (DeepWalk's walks, all walkers one step at a time).
+
+>>> import course_lib as cl
+>>> edge_index = cl.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])        # the path 0 - 1 - 2
+>>> loops, weight = gcn_norm(edge_index, 3)
+>>> loops.tolist()
+[[0, 1, 1, 2, 0, 1, 2], [1, 0, 2, 1, 0, 1, 2]]
+>>> [round(w, 3) for w in weight.tolist()]
+[0.408, 0.408, 0.408, 0.408, 0.5, 0.333, 0.5]
+>>> propagate(cl.tensor([[1.], [10.], [100.]]), edge_index, cl.ones(4)).tolist()
+[[10.0], [101.0], [10.0]]
+>>> mean_aggregate(cl.tensor([[1.], [10.], [100.]]), edge_index).tolist()
+[[10.0], [50.5], [10.0]]
+>>> random_walks(edge_index.numpy(), np.array([0, 2]), 4, np.random.default_rng(0)).tolist()
+[[0, 1, 0, 1], [2, 1, 0, 1]]
 """
 from __future__ import annotations
 
@@ -27,7 +47,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Graph", "stochastic_block_model"]
+import course_lib as cl
+
+__all__ = ["Graph", "stochastic_block_model", "gcn_norm", "propagate", "mean_aggregate", "random_walks"]
 
 
 @dataclass(frozen=True)
@@ -88,3 +110,65 @@ def stochastic_block_model(sizes: tuple[int, ...] | list[int] = (100, 100, 100),
     features = rng.standard_normal((n, num_features)).astype(np.float32)
     features[np.arange(n), labels] += np.float32(signal)
     return Graph(edge_index, labels, features)
+
+
+def gcn_norm(edge_index: cl.Tensor, num_nodes: int) -> tuple[cl.Tensor, cl.Tensor]:
+    """The edges of A + I and their weights in D^-1/2 (A + I) D^-1/2.
+
+    ``edge_index`` (2, E) int64 has no self-loops. Returns ``(edge_index, weight)``: the given edges
+    followed by the self-loops (0, 0), (1, 1), ..., and for each edge s -> t the weight
+    ``deg[s] ** -0.5 * deg[t] ** -0.5`` (float32), where ``deg[i]`` counts the edges of A + I whose
+    target is ``i`` (the messages node i receives, its own included).
+    """
+    loops = cl.arange(num_nodes)
+    src, dst = cl.cat([edge_index[0], loops]), cl.cat([edge_index[1], loops])
+    deg = cl.zeros(num_nodes).index_add(0, dst, cl.ones(dst.shape[0]))
+    inv_sqrt = deg.rsqrt()
+    return cl.stack([src, dst]), inv_sqrt[src] * inv_sqrt[dst]
+
+
+def propagate(x: cl.Tensor, edge_index: cl.Tensor, edge_weight: cl.Tensor) -> cl.Tensor:
+    """``out[t] = sum of edge_weight[e] * x[s]`` over the edges e = s -> t (zero where none arrives).
+
+    Gathers one message per edge by source (``index_select``) and adds them up by target
+    (``index_add``); differentiable in ``x`` and ``edge_weight``.
+    """
+    messages = x.index_select(0, edge_index[0]) * edge_weight[:, None]
+    return cl.zeros(x.shape[0], x.shape[1], dtype=x.dtype).index_add(0, edge_index[1], messages)
+
+
+def mean_aggregate(x: cl.Tensor, edge_index: cl.Tensor) -> cl.Tensor:
+    """``out[t]`` = the mean of ``x[s]`` over the edges s -> t; zeros for a node no edge reaches.
+
+    ``scatter_reduce(..., "mean", include_self=False)`` into zeros, the index expanded over the
+    feature dimension (GraphSAGE's mean aggregator); differentiable in ``x``.
+    """
+    index = edge_index[1][:, None].expand(-1, x.shape[1])
+    return cl.zeros(x.shape[0], x.shape[1], dtype=x.dtype).scatter_reduce(
+        0, index, x.index_select(0, edge_index[0]), "mean", include_self=False)
+
+
+def random_walks(edge_index: np.ndarray, starts: np.ndarray, length: int, rng: np.random.Generator) -> np.ndarray:
+    """One random walk of ``length`` nodes from each of ``starts``: int64, shape (len(starts), length).
+
+    ``walks[:, 0]`` is ``starts``; each next node is a neighbour of the current one drawn uniformly
+    (a walk may come back where it was). ``edge_index`` (2, E) in any order; every node a walk
+    reaches must have a neighbour. The neighbours are laid out by source (CSR: node v's are
+    ``targets[offsets[v]:offsets[v + 1]]``), so that one step for all walkers is a few array
+    operations: a Python loop over the steps, none over the walkers.
+    """
+    src, dst = np.asarray(edge_index[0], np.int64), np.asarray(edge_index[1], np.int64)
+    starts = np.asarray(starts, np.int64)
+    n = int(max(src.max(initial=-1), dst.max(initial=-1), starts.max(initial=-1))) + 1
+    targets = dst[np.argsort(src, kind="stable")]
+    degree = np.bincount(src, minlength=n)
+    offsets = np.concatenate([[0], np.cumsum(degree)])
+    walks = np.empty((starts.shape[0], length), np.int64)
+    walks[:, 0] = starts
+    for step in range(1, length):
+        here = walks[:, step - 1]
+        if (degree[here] == 0).any():
+            raise ValueError(f"node {int(here[degree[here] == 0][0])} has no neighbour: a walk cannot leave it")
+        pick = (rng.random(here.shape[0]) * degree[here]).astype(np.int64)
+        walks[:, step] = targets[offsets[here] + pick]
+    return walks
