@@ -468,3 +468,177 @@ def _in_order(rng):
     return [probe(_yields_with_reads, order, expected=_as_early_as_possible(order),
                   label=f"[(batch, arrivals read so far) for batch in in_order(arrivals in order {order})]")
             for order in orders]
+
+
+# ------------------------------------------------------------------ 06.7 the DataLoader's constructor
+
+
+class _Stream(D.IterableDataset):
+    """An iterable dataset of 0, 1, ..., n - 1."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        return iter(range(self.n))
+
+    def __len__(self):
+        return self.n
+
+
+#: the arguments a constructor case may set, in DataLoader's order
+_CTOR_ARGS = ("batch_size", "shuffle", "sampler", "batch_sampler", "drop_last", "collate_fn", "generator")
+
+
+def ctor_arguments(spec: dict, iterable_dataset: type = _Stream, map_dataset: type = _Squares,
+                   make_generator=None) -> tuple:
+    """(dataset, keyword arguments) for a constructor case described as plain data.
+
+    ``spec["dataset"]`` is ``("map", n)`` or ``("iterable", n)``; ``collate_fn`` is ``"list"`` for the
+    builtin ``list``; ``generator`` is a seed (a new seeded generator). The other keys are the
+    arguments as they are. The dataset classes and ``make_generator(seed)`` can be swapped, so that
+    tests/test_dataloader_ctor_oracle.py builds the same case for torch.
+    """
+    kind, n = spec["dataset"]
+    dataset = iterable_dataset(n) if kind == "iterable" else map_dataset(n)
+    kwargs = {k: spec[k] for k in _CTOR_ARGS if k in spec}
+    if kwargs.get("collate_fn") == "list":
+        kwargs["collate_fn"] = list
+    if kwargs.get("generator") is not None:
+        make = make_generator or (lambda seed: cl.Generator().manual_seed(seed))
+        kwargs["generator"] = make(kwargs["generator"])
+    return dataset, kwargs
+
+
+def describe_loader(loader, dataset, kwargs: dict) -> dict:
+    """What a constructed DataLoader (or the learner's LoaderArgs) decided, as plain data.
+
+    Samplers are named by type and by where their parts come from ("the sampler argument", "the
+    dataset", "the generator argument"), so that the same text comes from course_lib, torch and the
+    learner's class; ``first`` is the first four items ``_index_sampler`` yields.
+    """
+    import itertools
+
+    def source(obj) -> str:
+        for name in ("sampler", "batch_sampler", "generator", "collate_fn"):
+            if name in kwargs and kwargs[name] is not None and obj is kwargs[name]:
+                return f"the {name} argument"
+        if obj is dataset:
+            return "the dataset"
+        return "a new " + type(obj).__name__ if obj is not None else "None"
+
+    def sampler_text(s) -> str | None:
+        if s is None:
+            return None
+        name = source(s)
+        if not name.startswith("a new "):
+            return name
+        t = type(s).__name__
+        if t == "SequentialSampler":
+            return f"SequentialSampler({source(s.data_source)})"
+        if t == "RandomSampler":
+            return f"RandomSampler({source(s.data_source)}, generator={source(s.generator)})"
+        if t == "BatchSampler":
+            inner = "the loader's sampler" if s.sampler is loader.sampler else sampler_text(s.sampler)
+            return f"BatchSampler({inner}, batch_size={s.batch_size!r}, drop_last={s.drop_last!r})"
+        return f"{t}()"
+
+    collate = loader.collate_fn
+    index_sampler = loader._index_sampler
+    which = ("batch_sampler" if index_sampler is loader.batch_sampler and index_sampler is not None
+             else "sampler" if index_sampler is loader.sampler else sampler_text(index_sampler))
+    first = [list(b) if isinstance(b, (list, tuple)) else b for b in itertools.islice(iter(index_sampler), 4)]
+    return {"batch_size": loader.batch_size, "drop_last": loader.drop_last, "sampler": sampler_text(loader.sampler),
+            "batch_sampler": sampler_text(loader.batch_sampler), "_auto_collation": loader._auto_collation,
+            "_index_sampler": which,
+            "collate_fn": source(collate) if "collate_fn" in kwargs and kwargs["collate_fn"] is not None
+            else getattr(collate, "__name__", type(collate).__name__),
+            "first": first}
+
+
+def _constructed(LoaderArgs, spec: dict) -> dict:
+    """Probe: what LoaderArgs(dataset, **arguments) decided."""
+    dataset, kwargs = ctor_arguments(spec)
+    return describe_loader(LoaderArgs(dataset, **kwargs), dataset, kwargs)
+
+
+def _spec_text(spec: dict) -> str:
+    kind, n = spec["dataset"]
+    parts = [f"{'an IterableDataset' if kind == 'iterable' else 'a dataset'} of {n}"]
+    for k in _CTOR_ARGS:
+        if k in spec:
+            v = spec[k]
+            parts.append(f"{k}=" + ("list" if k == "collate_fn" else f"<generator seeded {v}>" if k == "generator"
+                                    else repr(v)))
+    return "LoaderArgs(" + ", ".join(parts) + ")"
+
+
+#: the cases every seed runs: defaults, every conflict, and the cases near them that are allowed
+CTOR_FIXED: list = [
+    {"dataset": ("map", 10)},
+    {"dataset": ("map", 10), "batch_size": 3, "drop_last": True},
+    {"dataset": ("map", 10), "batch_size": None},
+    {"dataset": ("map", 10), "batch_size": None, "drop_last": True},
+    {"dataset": ("map", 10), "shuffle": True, "generator": 7},
+    {"dataset": ("map", 10), "shuffle": True, "sampler": [3, 1, 2]},
+    {"dataset": ("map", 10), "shuffle": False, "sampler": [3, 1, 2], "batch_size": 2},
+    {"dataset": ("map", 10), "batch_sampler": [[3, 1], [0], [9, 8, 7]]},
+    {"dataset": ("map", 10), "batch_sampler": [[3, 1], [0]], "shuffle": False},
+    {"dataset": ("map", 10), "batch_sampler": [[3, 1], [0]], "batch_size": 4},
+    {"dataset": ("map", 10), "batch_sampler": [[3, 1], [0]], "batch_size": None},
+    {"dataset": ("map", 10), "batch_sampler": [[3, 1], [0]], "drop_last": True},
+    {"dataset": ("map", 10), "batch_sampler": [[3, 1], [0]], "sampler": [1, 2]},
+    {"dataset": ("map", 10), "batch_sampler": [[3, 1], [0]], "shuffle": True},
+    {"dataset": ("map", 10), "batch_sampler": [[3, 1]], "sampler": [1], "shuffle": True},
+    {"dataset": ("map", 10), "batch_size": 0},
+    {"dataset": ("map", 0), "shuffle": True},
+    {"dataset": ("map", 5), "batch_size": 2, "collate_fn": "list"},
+    {"dataset": ("map", 5), "batch_size": None, "sampler": [4, 2]},
+    {"dataset": ("iterable", 6), "batch_size": 2},
+    {"dataset": ("iterable", 6), "batch_size": None, "shuffle": False},
+    {"dataset": ("iterable", 6), "shuffle": True},
+    {"dataset": ("iterable", 6), "sampler": [0, 1]},
+    {"dataset": ("iterable", 6), "batch_sampler": [[0, 1]]},
+]
+
+
+def ctor_random(rng) -> dict:
+    """A random constructor case: each argument left out or set to a value near a conflict."""
+    spec: dict = {"dataset": ("iterable" if rng.random() < 0.2 else "map", int(rng.integers(1, 12)))}
+    n = spec["dataset"][1]
+    choices = {
+        "batch_size": [1, None, 2, 3, 0], "shuffle": [None, False, True], "drop_last": [False, True],
+        "sampler": [None, [int(i) for i in rng.permutation(n)[:3]]],
+        "batch_sampler": [None, [[int(i) for i in rng.permutation(n)[:2]], [0]]],
+        "collate_fn": [None, "list"], "generator": [None, int(rng.integers(0, 1000))],
+    }
+    for k in _CTOR_ARGS:
+        if rng.random() < 0.5:
+            options = choices[k]
+            spec[k] = options[int(rng.integers(0, len(options)))]
+    if spec.get("shuffle") and spec.get("generator") is None:
+        spec["generator"] = int(rng.integers(0, 1000))  # else the order comes from the global generator
+    return spec
+
+
+def _ctor_trial(spec: dict):
+    label = _spec_text(spec)
+    dataset, kwargs = ctor_arguments(spec)
+    try:
+        loader = D.DataLoader(dataset, **kwargs)
+    except (ValueError, TypeError) as e:
+        return probe(_constructed, spec, raises=type(e), match=str(e), label=label)
+    return probe(_constructed, spec, expected=describe_loader(loader, dataset, kwargs), label=label)
+
+
+@exercise("06.7", title="LoaderArgs", points=2,
+          forbid={"DataLoader.__init__": D.DataLoader.__init__,
+                  "DataLoader._auto_collation": D.DataLoader._auto_collation.fget,
+                  "DataLoader._index_sampler": D.DataLoader._index_sampler.fget},
+          hint="in DataLoader's order: the IterableDataset checks (shuffle, then sampler, then batch_sampler), "
+               "else shuffle = bool(shuffle); sampler with shuffle; batch_sampler with batch_size != 1, shuffle, "
+               "sampler or drop_last (then batch_size = None, drop_last = False); batch_size=None with drop_last. "
+               "Then the default sampler, a BatchSampler only when batch_size is not None and no batch_sampler "
+               "was given, and the default collate_fn from _auto_collation.")
+def _loader_args(rng):
+    return [_ctor_trial(spec) for spec in CTOR_FIXED + [ctor_random(rng) for _ in range(8)]]

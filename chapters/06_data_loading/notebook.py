@@ -708,10 +708,162 @@ print("not sharded:", [b.tolist() for b in DataLoader(Stream(8, shard=False), ba
 print("sharded:    ", [b.tolist() for b in DataLoader(Stream(8, shard=True), batch_size=2, num_workers=2)])
 print("3 items/batch:", [b.tolist() for b in DataLoader(Stream(8, shard=True), batch_size=3, num_workers=2)])
 
-# %% [markdown] id="summary"
+# %% [markdown] id="ctor-md"
 # Each worker fills its batches from its own shard, so with `batch_size=3` the batches mix nothing across
 # workers and each worker may end with a short batch of its own: `[6]` and `[7]` above, not one `[6, 7]`.
 # That is also why `len(loader)` is only an estimate for iterable datasets.
+#
+# ## 12 · The constructor: defaults, and the arguments that exclude each other
+#
+# You have now met every piece the loader is made of. `DataLoader.__init__` is where your arguments become
+# those pieces. It first checks the numbers (`num_workers` and `timeout` not negative, `prefetch_factor` and
+# `persistent_workers` only with workers), then decides where the indices come from. Four arguments describe
+# that, and they overlap:
+#
+# ```
+# shuffle ─┐
+# sampler ─┴─> sampler: one index at a time ──┐
+# batch_size, drop_last ──────────────────────┴─> BatchSampler(sampler, batch_size, drop_last)
+# batch_sampler: lists of indices, ready-made (replaces all of the above)
+# ```
+#
+# A `batch_sampler` already holds its own order and batch size. If the loader also accepted a `sampler`,
+# that sampler would be silently ignored: a bug nobody would notice. So the constructor refuses every
+# combination where one argument would override another, with a `ValueError` naming the conflict, in this
+# order:
+#
+# 1. **An `IterableDataset`** decides its own order, so `shuffle` (anything but `False` or `None`), then
+#    `sampler`, then `batch_sampler` are refused. Its sampler is `_InfiniteConstantSampler`, which yields
+#    `None` forever: the fetcher ignores the "index" and takes the stream's next item. For a map-style
+#    dataset, `shuffle` becomes `bool(shuffle)` (the default `None` is `False`).
+# 2. **`sampler` and `shuffle=True`**: two answers to "in which order?".
+# 3. **`batch_sampler` with `batch_size != 1`, `shuffle`, `sampler` or `drop_last`**: `batch_size=1` is the
+#    default, so any other value, `None` included, counts as given. Then `batch_size` becomes `None` and
+#    `drop_last` `False`: the batch sampler decides.
+# 4. **`batch_size=None` with `drop_last=True`**: without batching there is no last batch to drop.
+#
+# Then it fills in what was not given: the sampler (`RandomSampler(dataset, generator=generator)` when
+# shuffling, else `SequentialSampler(dataset)`), a `BatchSampler(sampler, batch_size, drop_last)` when
+# `batch_size` is not `None` and no `batch_sampler` was given, and `collate_fn`: `default_collate` when
+# batching, `default_convert` when not. Two properties read these decisions back, and the iterators use
+# nothing else: `_auto_collation` is `batch_sampler is not None`, and `_index_sampler` is the batch sampler
+# when batching, else the sampler. Every iterator starts with `iter(loader._index_sampler)`; your
+# `SingleProcessIter` made the same choice in section 4.
+
+# %% id="ctor-demo"
+for kwargs in ({}, {"batch_size": None}, {"batch_sampler": [[3, 1], [0]]}, {"shuffle": True, "sampler": [0, 1]}):
+    try:
+        loader = DataLoader(images, **kwargs)
+    except ValueError as e:
+        print(f"{kwargs}: ValueError: {e}")
+        continue
+    print(f"{kwargs}: sampler {type(loader.sampler).__name__}, batch_sampler "
+          f"{type(loader.batch_sampler).__name__}, _auto_collation {loader._auto_collation}, "
+          f"collate_fn {loader.collate_fn.__name__}")
+
+
+# %% [markdown] id="ex-06-7-task"
+# ## Exercise 06.7 · LoaderArgs (2 points)
+#
+# Write the index-source half of `DataLoader.__init__` as a class, `LoaderArgs(dataset, batch_size=1,
+# shuffle=None, sampler=None, batch_sampler=None, drop_last=False, collate_fn=None, generator=None)`:
+#
+# - check the arguments in the order of the list above and raise `ValueError` with PyTorch's message:
+#
+#   | conflict | message |
+#   |---|---|
+#   | `IterableDataset`, shuffle | `DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle={shuffle}` |
+#   | `IterableDataset`, sampler | `DataLoader with IterableDataset: expected unspecified sampler option, but got sampler={sampler}` |
+#   | `IterableDataset`, batch_sampler | `DataLoader with IterableDataset: expected unspecified batch_sampler option, but got batch_sampler={batch_sampler}` |
+#   | sampler, shuffle | `sampler option is mutually exclusive with shuffle` |
+#   | batch_sampler, ... | `batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last` |
+#   | batch_size=None, drop_last | `batch_size=None option disables auto-batching and is mutually exclusive with drop_last` |
+#
+#   (`{shuffle}` stands for the argument's value, as in an f-string);
+# - set `self.dataset`, `self.batch_size`, `self.drop_last`, `self.sampler`, `self.batch_sampler` and
+#   `self.collate_fn` to what the DataLoader would: the argument when it is given, else the default
+#   described above. Make the samplers with course_lib's classes: `data.SequentialSampler`,
+#   `data.RandomSampler`, `data.BatchSampler` and `_InfiniteConstantSampler` (imported below); these raise
+#   their own errors (`batch_size=0`, an empty dataset to shuffle), let them through;
+# - the properties `_auto_collation` and `_index_sampler`, as above.
+#
+# The check builds random combinations of arguments and compares what your class decides (or raises) with
+# what `DataLoader` decides. Do not call `DataLoader` (or its two properties): that is the answer.
+#
+# *Hint:* follow the numbered list line by line; the only subtle line is `batch_size != 1` in rule 3.
+
+# %% id="ex-06-7-solution" tags=["solution"] exercise="06.7"
+from course_lib.utils import data
+from course_lib.utils.data import IterableDataset
+from course_lib.utils.data.dataloader import _InfiniteConstantSampler
+
+
+class LoaderArgs:
+    """How DataLoader.__init__ turns shuffle, sampler, batch_sampler, batch_size and drop_last into samplers."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, drop_last=False,
+                 collate_fn=None, generator=None):
+        ### BEGIN SOLUTION
+        iterable = isinstance(dataset, IterableDataset)
+        if iterable:
+            if shuffle not in {False, None}:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified shuffle option, "
+                                 f"but got shuffle={shuffle}")
+            if sampler is not None:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified sampler option, "
+                                 f"but got sampler={sampler}")
+            if batch_sampler is not None:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified batch_sampler option, "
+                                 f"but got batch_sampler={batch_sampler}")
+        else:
+            shuffle = bool(shuffle)
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, "
+                                 "and drop_last")
+            batch_size, drop_last = None, False
+        elif batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with "
+                             "drop_last")
+        if sampler is None:
+            if iterable:
+                sampler = _InfiniteConstantSampler()
+            elif shuffle:
+                sampler = data.RandomSampler(dataset, generator=generator)
+            else:
+                sampler = data.SequentialSampler(dataset)
+        if batch_size is not None and batch_sampler is None:
+            batch_sampler = data.BatchSampler(sampler, batch_size, drop_last)
+        self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
+        self.sampler, self.batch_sampler = sampler, batch_sampler
+        if collate_fn is None:
+            collate_fn = data.default_collate if self._auto_collation else data.default_convert
+        self.collate_fn = collate_fn
+        ### END SOLUTION
+
+    @property
+    def _auto_collation(self) -> bool:
+        ### BEGIN SOLUTION
+        return self.batch_sampler is not None
+        ### END SOLUTION
+
+    @property
+    def _index_sampler(self):
+        ### BEGIN SOLUTION
+        return self.batch_sampler if self._auto_collation else self.sampler
+        ### END SOLUTION
+
+
+# %% id="ex-06-7-check" tags=["check", "nbval-check-output"] exercise="06.7" points=2
+check("06.7", LoaderArgs)
+
+# %% [markdown] id="summary"
+# > **In PyTorch:** `DataLoader.__init__` in `torch/utils/data/dataloader.py`, in this order; it also wraps
+# > `IterDataPipe`s, and its `__setattr__` refuses to change `batch_size`, `batch_sampler`, `sampler`,
+# > `drop_last`, `dataset` or `persistent_workers` once the loader is built (the samplers were made from
+# > them). `tests/test_dataloader_ctor_oracle.py` runs this exercise's cases through torch's constructor.
 #
 # ## Summary and what comes next
 #

@@ -256,6 +256,105 @@ def in_order_arrival_order(arrivals):
         yield batch
 
 
+class LoaderArgsReference:
+    # the constructor's logic, with switches the wrong answers below flip
+    batch_sampler_allows_none = False   # batch_sampler with batch_size=None accepted
+    keeps_batch_size = False            # batch_size and drop_last kept when a batch_sampler is given
+    checks_no_batching_drop_last = True
+    seeds_shuffle = True                # RandomSampler gets the generator
+    collate_by_batching = True          # default_convert when batch_size=None
+    index_from_batching = True          # _index_sampler: the sampler when not batching
+    message = "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last"
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, drop_last=False,
+                 collate_fn=None, generator=None):
+        from course_lib.utils import data
+        from course_lib.utils.data.dataloader import _InfiniteConstantSampler
+
+        iterable = isinstance(dataset, data.IterableDataset)
+        if iterable:
+            if shuffle not in {False, None}:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified shuffle option, "
+                                 f"but got shuffle={shuffle}")
+            if sampler is not None:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified sampler option, "
+                                 f"but got sampler={sampler}")
+            if batch_sampler is not None:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified batch_sampler option, "
+                                 f"but got batch_sampler={batch_sampler}")
+        else:
+            shuffle = bool(shuffle)
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            given = batch_size not in (1, None) if self.batch_sampler_allows_none else batch_size != 1
+            if given or shuffle or sampler is not None or drop_last:
+                raise ValueError(self.message)
+            if not self.keeps_batch_size:
+                batch_size, drop_last = None, False
+        elif batch_size is None and drop_last and self.checks_no_batching_drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with "
+                             "drop_last")
+        if sampler is None:
+            if iterable:
+                sampler = _InfiniteConstantSampler()
+            elif shuffle:
+                sampler = data.RandomSampler(dataset, generator=generator if self.seeds_shuffle else None)
+            else:
+                sampler = data.SequentialSampler(dataset)
+        if batch_size is not None and batch_sampler is None:
+            batch_sampler = data.BatchSampler(sampler, batch_size, drop_last)
+        self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
+        self.sampler, self.batch_sampler = sampler, batch_sampler
+        if collate_fn is None:
+            batching = self._auto_collation if self.collate_by_batching else True
+            collate_fn = data.default_collate if batching else data.default_convert
+        self.collate_fn = collate_fn
+
+    @property
+    def _auto_collation(self):
+        return self.batch_sampler is not None
+
+    @property
+    def _index_sampler(self):
+        return self.batch_sampler if self._auto_collation or not self.index_from_batching else self.sampler
+
+
+class LoaderArgsBatchSamplerAllowsNone(LoaderArgsReference):
+    # batch_sampler with batch_size=None let through (rule 3 reads "batch_size is not None")
+    batch_sampler_allows_none = True
+
+
+class LoaderArgsKeepsBatchSize(LoaderArgsReference):
+    # a batch_sampler leaves batch_size at 1 instead of None
+    keeps_batch_size = True
+
+
+class LoaderArgsNoDropLastCheck(LoaderArgsReference):
+    # batch_size=None with drop_last=True accepted
+    checks_no_batching_drop_last = False
+
+
+class LoaderArgsUnseededShuffle(LoaderArgsReference):
+    # RandomSampler made without the generator
+    seeds_shuffle = False
+
+
+class LoaderArgsAlwaysDefaultCollate(LoaderArgsReference):
+    # default_collate even when batching is off
+    collate_by_batching = False
+
+
+class LoaderArgsIndexAlwaysBatchSampler(LoaderArgsReference):
+    # _index_sampler is the batch sampler even when it is None
+    index_from_batching = False
+
+
+class LoaderArgsOwnWording(LoaderArgsReference):
+    # the right conflict, another message
+    message = "batch_sampler is mutually exclusive with batch_size, shuffle, sampler and drop_last"
+
+
 WRONG = {
     "06.1": [BatchSamplerAlwaysDropsLast, BatchSamplerYieldsEmptyTail, BatchSamplerLenAlwaysFloor,
              BatchSamplerTuples],
@@ -266,4 +365,7 @@ WRONG = {
              worker_loop_wrong_where, worker_loop_ignores_none],
     "06.5": [in_order_reads_everything_first, in_order_one_per_arrival, in_order_yields_pairs,
              in_order_arrival_order],
+    "06.7": [LoaderArgsBatchSamplerAllowsNone, LoaderArgsKeepsBatchSize, LoaderArgsNoDropLastCheck,
+             LoaderArgsUnseededShuffle, LoaderArgsAlwaysDefaultCollate, LoaderArgsIndexAlwaysBatchSampler,
+             LoaderArgsOwnWording],
 }
