@@ -67,7 +67,9 @@ def _chain_workload(quick: bool, compiled: bool) -> dict:
         xt = torch.from_numpy(xn)
         if compiled:
             try:
-                fn = torch.compile(lambda x: _chain(torch, x))
+                # --quick (a check that the workload runs, timings meaningless): torch's graph capture
+                # without inductor's C++ build, which takes 10-20 s on 2 cores
+                fn = torch.compile(lambda x: _chain(torch, x), backend="aot_eager" if quick else "inductor")
                 fn(xt)
             except Exception:   # no C++ compiler for inductor: no torch column
                 fn = None
