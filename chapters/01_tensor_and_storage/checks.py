@@ -17,6 +17,7 @@ from course.checks import call, exercise, probe
 from course_lib import _creation
 from course_lib._ops import bindings as _bindings
 from course_lib._ops import common as _common
+from course_lib._ops import registry as _registry
 from course_lib._ops.registry import OpDef
 
 
@@ -442,4 +443,146 @@ def _result_type(rng):
                          expected=_under_float64(cl.result_type, _make(a), _make(b)),
                          label=f"result_type({_spec_label(a)}, {_spec_label(b)}) after "
                                "cl.set_default_dtype(cl.float64)"))
+    return out
+
+
+# ------------------------------------------------------------------ 01.7 OpRegistry
+
+
+def _plain_signature(signature) -> tuple:
+    """(name, [(type, name, default, kwarg_only), ...], returns) as plain tuples and lists."""
+    name, args, returns = signature
+    return (name, [tuple(a) for a in args], returns)
+
+
+def _course_lib_signature(schema: str) -> tuple:
+    """What course_lib's parser makes of ``schema``, in the exercise's format."""
+    name, args, returns = _registry.parse_schema(schema)
+    return (name, [(a.type, a.name, a.default, a.kwarg_only) for a in args], returns)
+
+
+def _course_lib_refusal(schema: str) -> tuple[str, str]:
+    """(type name, message) of course_lib's ``register`` refusing ``schema`` (a bad schema, or a name in
+    ``OPS`` already); it raises before it touches ``OPS``."""
+    try:
+        _registry.register(schema, kind="pointwise")(lambda *args: None)
+    except ValueError as e:
+        return "ValueError", str(e)
+    raise AssertionError(f"course_lib's register accepted {schema!r}")  # pragma: no cover - a bug in the check
+
+
+def _registry_table(cls, schemas):
+    """Probe: a fresh ``cls()``, each schema registered on a kernel of its own, in order. Returns the table
+    (names in order, which kernel each entry holds, the signatures), whether each decorator returned its
+    kernel, and the first registration's error as (type name, message), after which it stops."""
+    reg = cls()
+    kernels, returned, error = [], [], None
+    for i, schema in enumerate(schemas):
+        def kernel(*args, _i=i):
+            return _i
+        kernels.append(kernel)
+        try:
+            decorator = reg.register(schema)
+            returned.append(decorator(kernel) is kernel)
+        except Exception as e:  # noqa: BLE001 - the learner's refusal is data
+            if isinstance(e, NotImplementedError):
+                raise
+            error = (type(e).__name__, str(e))
+            break
+    table = reg.table
+    if not isinstance(table, dict):
+        return {"table": f"table is a {type(table).__name__}, not a dict"}
+    entries = list(table.items())
+    which = [next((k for k, fn in enumerate(kernels) if entry[0] is fn), None) for _, entry in entries]
+    return {"names": [name for name, _ in entries], "kernels": which,
+            "signatures": [_plain_signature(entry[1]) for _, entry in entries],
+            "decorator returned the kernel": returned, "error": error}
+
+
+def _expected_table(schemas, refused: str | None = None) -> dict:
+    """What ``_registry_table`` must return: every schema before ``refused`` (the last one) registered."""
+    kept = schemas[:-1] if refused is not None else schemas
+    sigs = [_course_lib_signature(s) for s in kept]
+    return {"names": [s[0] for s in sigs], "kernels": list(range(len(kept))), "signatures": sigs,
+            "decorator returned the kernel": [True] * len(kept),
+            "error": None if refused is None else _course_lib_refusal(refused)}
+
+
+_REGISTRY_SCHEMAS = [
+    "add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+    "sum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+    "transpose(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
+    "unbind(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]",
+    "max(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+    "fft_fft2(Tensor self, SymInt[1]? s=None, int[1] dim=[-2, -1], str? norm=None) -> Tensor",
+    "ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None) -> Tensor",
+    "  relu_(Tensor(a!) self) -> Tensor(a!)  ",
+    "seed() -> int",
+    "lerp(Tensor self,Tensor end,Scalar weight)->Tensor",
+]
+_ARG_TYPES = ["Tensor", "Tensor?", "Tensor(a)", "Tensor(b!)", "Tensor[]", "Scalar", "Scalar?", "int", "int?",
+              "int[]", "int[2]", "SymInt[1]?", "bool", "float", "float?", "ScalarType?", "str", "Generator?"]
+_DEFAULTS = {"Tensor?": ["None"], "Scalar": ["1", "0.5"], "Scalar?": ["None"], "int": ["0", "-1"], "int?": ["None"],
+             "int[]": ["[]"], "int[2]": ["[1, 1]", "0"], "SymInt[1]?": ["None"], "bool": ["False", "True"],
+             "float": ["1e-05", "0.0"], "float?": ["None"], "ScalarType?": ["None"], "str": ['"mean"'],
+             "Generator?": ["None"]}
+_ARG_NAMES = ["self", "other", "dim", "keepdim", "weight", "bias", "eps", "out_dtype", "size", "reduction",
+              "generator", "alpha", "beta", "index", "src", "tensors", "p", "stride"]
+_RETURNS = ["Tensor", "Tensor(a)", "Tensor[]", "(Tensor, Tensor)", "(Tensor values, Tensor indices)", "()", "bool",
+            "Tensor(a!)"]
+_OP_WORDS = ["fused", "scaled", "masked", "batch", "sparse", "quant", "linear", "conv", "pool", "norm", "clip",
+             "gather", "scatter", "sort", "roll", "pad", "mix", "shift"]
+
+
+def _random_schema(rng, name: str) -> str:
+    """A schema in native_functions.yaml's style: a few arguments, sometimes a '*', defaults at the end."""
+    n = int(rng.integers(0, 6))
+    names = [str(a) for a in rng.choice(_ARG_NAMES, size=n, replace=False)]
+    star = int(rng.integers(1, n + 1)) if n and rng.random() < 0.6 else None
+    parts, defaults_from = [], int(rng.integers(1, n + 1)) if n else 0
+    for i, arg in enumerate(names):
+        if i == star:
+            parts.append("*")
+        typ = _ARG_TYPES[int(rng.integers(0, len(_ARG_TYPES)))] if i else "Tensor"
+        options = _DEFAULTS.get(typ)
+        default = f"={options[int(rng.integers(0, len(options)))]}" if options and i >= defaults_from else ""
+        parts.append(f"{typ} {arg}{default}")
+    return f"{name}({', '.join(parts)}) -> {_RETURNS[int(rng.integers(0, len(_RETURNS)))]}"
+
+
+def _random_op_names(rng, n: int) -> list[str]:
+    words = rng.choice(_OP_WORDS, size=2 * n, replace=False)
+    return [f"{words[2 * k]}_{words[2 * k + 1]}" for k in range(n)]
+
+
+@exercise("01.7", title="OpRegistry", points=2,
+          hint="register(schema) parses first (re.match(r'^(\\w+)\\((.*)\\)\\s*->\\s*(.+)$', schema.strip()), else "
+               "ValueError(f'bad schema: {schema!r}')), splits the arguments at commas outside [] and (), and "
+               "returns a decorator that refuses a name already in the table (ValueError(f'op {name} registered "
+               "twice')) before it stores (fn, (name, args, returns)) and returns fn.",
+          forbid={"course_lib's parse_schema": _registry.parse_schema, "course_lib's register": _registry.register,
+                  "course_lib's OpDef": OpDef.__init__, "course_lib's _split_args": _registry._split_args})
+def _op_registry(rng):
+    def table(schemas, refused=None, label=""):
+        return probe(_registry_table, list(schemas), expected=_expected_table(list(schemas), refused), label=label)
+
+    out = [table(_REGISTRY_SCHEMAS[:1], label=f"register({_REGISTRY_SCHEMAS[0]!r}) -> table")]
+    out += [table([s], label=f"the signature of {s!r}") for s in _REGISTRY_SCHEMAS[1:]]
+    names = _random_op_names(rng, 5)
+    schemas = [_random_schema(rng, name) for name in names]
+    out.append(table(schemas, label="five random schemas in one registry: " + "; ".join(schemas)))
+    registered = sorted(op.schema for op in cl.OPS.values())
+    picks = [registered[int(k)] for k in rng.choice(len(registered), size=4, replace=False)]
+    out.append(table(picks, label="four schemas of course_lib's registry: " + "; ".join(picks)))
+    # refusals, with their messages from course_lib's own register: a second op of a name (as an overload
+    # would be), an overload name, a schema without '-> returns'; the table keeps what came before
+    real = [op for op in cl.OPS.values() if op.args and op.args[0].is_tensor]
+    first, other = (real[int(k)] for k in rng.choice(len(real), size=2, replace=False))
+    again = f"{first.name}(Tensor self, Scalar other, Scalar alpha=1) -> Tensor"
+    out.append(table([first.schema, other.schema, again], refused=again,
+                     label=f"{first.name} registered twice: {first.schema!r}, then {again!r}"))
+    dotted = f"{first.name}.Tensor(Tensor self, Tensor other) -> Tensor"
+    out.append(table([other.schema, dotted], refused=dotted, label=f"an overload name: register({dotted!r})"))
+    for bad in ("relu(Tensor self)", f"{other.name} Tensor self -> Tensor"):
+        out.append(table([first.schema, bad], refused=bad, label=f"a bad schema: register({bad!r})"))
     return out

@@ -699,8 +699,261 @@ def result_type(a, b) -> cl.dtype:
 # %% id="ex-01-6-check" tags=["check", "nbval-check-output"] exercise="01.6" points=2
 check("01.6", result_type)
 
+# %% [markdown] id="import-md"
+# ## 5 · Before the first op: what `import torch` does
+#
+# Every op you called in this chapter was already in the registry when your first cell ran. Someone put it
+# there, at **import time**. Here is what `import torch` does, in order (PyTorch 2.13.0, Linux; the cell after
+# the next one checks each claim when PyTorch is installed).
+#
+# 1. **Python runs `torch/__init__.py`**, which soon reaches `from torch._C import *`. `torch._C` is not a
+#    Python file but an *extension module*: a shared library, `torch/_C.cpython-311-x86_64-linux-gnu.so`.
+#    Python's `ExtensionFileLoader` opens it with `dlopen` and calls the one function CPython's rules say it
+#    must export, `PyInit_` followed by the module's name: **`PyInit__C`**.
+# 2. **Loading the library registers the ops.** `_C.so` itself is a stub of about 9 KB
+#    (`torch/csrc/stub.c`: `PyInit__C` only returns `initModule()`). It is linked against
+#    `libtorch_python.so` (the Python bindings, about 30 MB), which is linked against `libtorch_cpu.so` (the
+#    kernels, over 400 MB). While `dlopen` loads them, their *static initialisers* run: code generated from
+#    `native_functions.yaml` (`RegisterSchema.cpp`, `RegisterCPU.cpp`, ... with the `TORCH_LIBRARY` macros)
+#    declares every op's schema to the dispatcher and registers each kernel under its dispatch key. By the
+#    time Python gets control back, the dispatcher knows thousands of ops (`torch.ops.aten.add.Tensor` is
+#    one); no Python has run for any of them.
+# 3. **`initModule()` builds the Python side** (`torch/csrc/Module.cpp`). It creates the module object, and
+#    among a long list of `init...` calls: `THPVariable_initModule` makes the class **`torch._C.TensorBase`**,
+#    whose methods come from the generated table `variable_methods[]` in `python_variable_methods.cpp`; and
+#    `initTorchFunctions` gathers the generated tables `torch_functions_shard[]` of
+#    `python_torch_functions_0.cpp`, `_1` and `_2` (the code generator splits them in three files so that
+#    they compile in parallel) into one array and makes it the static methods of a class,
+#    `torch._C._VariableFunctionsClass`, whose one instance is **`torch._C._VariableFunctions`**.
+# 4. **Back in `torch/__init__.py`**, a loop copies every name of `_C._VariableFunctions` into the `torch`
+#    module and sets its `__module__` to `"torch"`: that is why `torch.add is torch._C._VariableFunctions.add`.
+#    Later, `torch/_tensor.py` defines `class Tensor(torch._C.TensorBase)`, so `torch.Tensor.__mro__` is
+#    `(torch.Tensor, torch._C.TensorBase, object)` and `x.add` is found on `TensorBase`, a C type.
+#
+# The generated tables are plain C arrays of `PyMethodDef`, CPython's record for "a function in an extension
+# module": a name, a C function pointer, flags that say how Python calls it, and a docstring. A few rows of
+# `python_torch_functions_0.cpp`, as the code generator writes them:
+#
+# ```c
+# static PyMethodDef torch_functions_shard[] = {
+#   {"add", castPyCFunctionWithKeywords(THPVariable_add), METH_VARARGS | METH_KEYWORDS | METH_STATIC, nullptr},
+#   {"conv2d", castPyCFunctionWithKeywords(THPVariable_conv2d), METH_VARARGS | METH_KEYWORDS | METH_STATIC, nullptr},
+#   ...
+# };
+# ```
+#
+# `METH_VARARGS | METH_KEYWORDS` means "call it with an args tuple and a kwargs dict"; `METH_STATIC` makes it a
+# static method of the class. `THPVariable_add` is generated too: it holds the Python signatures of
+# every overload of `add` as strings (`"add(Tensor input, Tensor other, *, Scalar alpha=1, Tensor out=None)"`,
+# ...), parses the call against them with `PythonArgParser` (`torch/csrc/utils/python_arg_parser.cpp`), picks
+# the first that fits and calls `at::add`, which enters the dispatcher. **One Python name, one row, several
+# schemas**: overloads live inside the row, not as rows of their own.
+#
+# Two ways to cross the C boundary live side by side in `torch._C`. Much of it (the JIT, `torch._C._dynamo`,
+# ...) is bound with **pybind11**, a C++ library that writes the glue for you: `m.def("name", &fn)` converts
+# arguments and results by their C++ types. The ATen ops use the **raw CPython API** instead: generated
+# `PyMethodDef` rows and one shared argument parser of PyTorch's own, which handles overloads,
+# `__torch_function__` and PyTorch's error messages in one place for thousands of ops.
+
+# %% [markdown] id="import-course-lib-md"
+# **What `import course_lib` does in their place.** There is no C library, so every step is Python, in the
+# order `course_lib/__init__.py` spells out:
+#
+# | PyTorch | course_lib |
+# |---|---|
+# | `dlopen` runs static initialisers that register every op with the dispatcher | `import course_lib._ops.kernels` imports every kernel module; each `@register(schema, ...)` decorator runs as its module is imported and adds an `OpDef` to the dict `OPS` |
+# | `native_functions.yaml` holds the schemas | the schema strings are the decorators' first argument, next to the kernel |
+# | `torch_functions_shard[]`, generated at build time, compiled into `libtorch_python.so` | `python_torch_functions.py`, generated by `python -m course_lib._ops.bindings` and checked in; `course_lib/__init__.py` star-imports it |
+# | `variable_methods[]` becomes `torch._C.TensorBase`'s methods | `python_variable_methods.py`'s class `VariableMethods`, a base class of `course_lib.Tensor` |
+# | `PythonArgParser` parses each call against the overloads | Python's own argument binding; one schema per name, and registering a name twice is an error |
+#
+# So, as in PyTorch, no binding is *generated* at import: the bindings were written by a generator before
+# (at build time there, at development time here), and import only *registers* the kernels and loads the
+# generated code.
+
+# %% id="import-course-lib"
+import collections
+import sys
+
+print("course_lib.Tensor.__mro__:", [c.__qualname__ for c in cl.Tensor.__mro__])
+print("cl.add lives in      ", cl.add.__module__, "| Tensor.add comes from", cl.Tensor.add.__qualname__)
+print("OPS['add'].cpu is    ", f"{cl.OPS['add'].cpu.__module__}.{cl.OPS['add'].cpu.__name__}")
+by_module = collections.Counter(op.cpu.__module__.rsplit(".", 1)[-1] for op in cl.OPS.values())
+print(f"{len(cl.OPS)} ops registered at import, by kernel module:")
+print("  " + ", ".join(f"{name} {n}" for name, n in by_module.most_common()))
+print(sum(m.startswith("course_lib") for m in sys.modules), "course_lib modules imported")
+
+# %% [markdown] id="import-torch-md"
+# With PyTorch installed (`make oracle`), the next cell checks the claims above on the real thing: the stub and
+# its `PyInit__C`, the libraries it needs, the MRO, where `torch.add` comes from, and the overloads behind one
+# name. Importing PyTorch takes a few seconds; without it the cell says so and the chapter goes on.
+
+# %% id="import-torch" grader_runs="torch = None  # `course grade` skips the optional comparison with PyTorch"
+import ctypes
+import os
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+if torch is None:
+    print("PyTorch is not installed: `make oracle` installs it (then restart the kernel)")
+else:
+    so = torch._C.__file__
+    print("torch", torch.__version__, "| torch._C is", os.path.basename(so), f"({os.path.getsize(so):,} bytes)")
+    print("  loaded by", type(torch._C.__spec__.loader).__name__,
+          "| exports PyInit__C:", hasattr(ctypes.CDLL(so), "PyInit__C"))
+    lib = os.path.join(os.path.dirname(so), "lib")
+    for name in ("libtorch_python.so", "libtorch_cpu.so"):
+        if os.path.exists(os.path.join(lib, name)):
+            print(f"  {name:20} {os.path.getsize(os.path.join(lib, name)) / 1e6:6.0f} MB")
+    print("torch.Tensor.__mro__:", torch.Tensor.__mro__)
+    print("torch.add is torch._C._VariableFunctions.add:", torch.add is torch._C._VariableFunctions.add,
+          "| type:", type(torch.add).__name__, "| __module__:", torch.add.__module__)
+    print("'add' in TensorBase.__dict__:", "add" in torch._C.TensorBase.__dict__,
+          "| in Tensor.__dict__:", "add" in torch.Tensor.__dict__)
+    n_funcs = sum(not n.startswith("__") for n in dir(torch._C._VariableFunctions))
+    print(n_funcs, "functions on _VariableFunctions;",
+          len(torch._C._dispatch_get_all_op_names()), "op names (with their overloads) in the dispatcher")
+    print("the overloads of aten::add:", torch.ops.aten.add.overloads()[:6], "...")
+    print("  ", torch.ops.aten.add.Tensor._schema)
+    print("  ", torch.ops.aten.add.Scalar._schema)
+
+# %% [markdown] id="ex-01-7-task"
+# ## Exercise 01.7 · OpRegistry: an import-time registry (2 points)
+#
+# Build the registry the bindings are read from: a class `OpRegistry` whose `register(schema)` is a decorator
+# for kernels, and whose `table` is the bindings table, a dict `name -> (callable, signature)`, the Python
+# cousin of a `PyMethodDef` array:
+#
+# ```python
+# reg = OpRegistry()
+#
+# @reg.register("add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor")
+# def add(self, other, alpha):             # runs when this module is imported, like a static initialiser
+#     ...
+#
+# reg.table == {
+#     "add": (add, ("add",                                   # {"add", THPVariable_add, METH_..., ...}
+#                   [("Tensor", "self", None, False),
+#                    ("Tensor", "other", None, False),
+#                    ("Scalar", "alpha", "1", True)],
+#                   "Tensor")),
+# }
+# ```
+#
+# - `register(schema)` returns a decorator; applied to a function `fn`, it parses the schema, adds
+#   `name: (fn, signature)` to `table` and returns `fn` itself (so `add` above is still the kernel).
+# - The **signature** is `(name, args, returns)`: `args` a list with one `(type, name, default, kwarg_only)`
+#   tuple per argument, in order; `default` the text after `=` (a string such as `"1"`, `"None"`, `"[]"`),
+#   or `None` when there is none; `kwarg_only` `True` for the arguments after a lone `*` (the `*` is not an
+#   argument); `returns` the text after `->`.
+# - The grammar is `name(args) -> returns`, surrounding spaces stripped (`schema.strip()`); the spaces around
+#   `->` and after commas may be missing. The name is letters, digits and underscores. Arguments are separated by the commas that are not inside brackets or parentheses:
+#   `int[1] dim=[-2, -1]` is one argument, and so is `Tensor(a -> *) self` (an alias annotation, which has an
+#   arrow of its own: the `->` that counts is the one after the argument list's closing parenthesis). In an
+#   argument, the default is what follows the first `=`, and the type is everything before the last space
+#   of what precedes it (`Tensor(a!) self` has type `Tensor(a!)`); strip each piece.
+# - A schema that does not fit the grammar raises `ValueError(f"bad schema: {schema!r}")` (the schema as it
+#   was given). That includes **overload names**: course_lib has one op per name, so `add.Tensor(...)` is a
+#   bad schema here (the native_functions.yaml spelling).
+# - Registering a name that is already in the table raises `ValueError(f"op {name} registered twice")`, even
+#   with another signature (PyTorch would make it an overload; course_lib refuses), and leaves the table as
+#   it was. A bad schema leaves it as it was too.
+#
+# These are course_lib's rules: the check registers random schemas in a fresh `OpRegistry()` per case and
+# compares your table with what `course_lib._ops.registry` makes of the same schemas. Write the parser
+# yourself: calling course_lib's `parse_schema` (or its helper `_split_args`), `register` or `OpDef` (which
+# parses in `OpDef.__init__`) fails the check.
+#
+# *Hint:* a regular expression such as `r"^(\w+)\((.*)\)\s*->\s*(.+)$"` finds the three parts (`.*` is greedy,
+# so it runs to the last `)` that is followed by `->`); then split the arguments with a depth counter for
+# `[`/`(` and `]`/`)`, and parse the table entry completely before touching the table.
+
+# %% id="ex-01-7-solution" tags=["solution"] exercise="01.7"
+import re
+from typing import Callable
+
+
+class OpRegistry:
+    """Kernels declared with `@registry.register(schema)`; `table` maps name -> (kernel, signature)."""
+
+    def __init__(self) -> None:
+        self.table: dict[str, tuple[Callable, tuple]] = {}
+
+    def register(self, schema: str) -> Callable[[Callable], Callable]:
+        """A decorator that adds `name -> (fn, parse(schema))` to the table and returns `fn`."""
+        ### BEGIN SOLUTION
+        m = re.match(r"^(\w+)\((.*)\)\s*->\s*(.+)$", schema.strip())
+        if m is None:
+            raise ValueError(f"bad schema: {schema!r}")
+        name, argtext, returns = m.groups()
+        parts, depth, current = [], 0, ""
+        for ch in argtext:
+            depth += (ch in "([") - (ch in ")]")
+            if ch == "," and depth == 0:
+                parts.append(current.strip())
+                current = ""
+            else:
+                current += ch
+        if current.strip():
+            parts.append(current.strip())
+        args, kwarg_only = [], False
+        for part in parts:
+            if part == "*":
+                kwarg_only = True
+                continue
+            decl, _, default = part.partition("=")
+            typ, _, arg_name = decl.strip().rpartition(" ")
+            args.append((typ.strip(), arg_name.strip(), default.strip() or None, kwarg_only))
+        signature = (name, args, returns.strip())
+
+        def decorator(fn: Callable) -> Callable:
+            if name in self.table:
+                raise ValueError(f"op {name} registered twice")
+            self.table[name] = (fn, signature)
+            return fn
+        return decorator
+        ### END SOLUTION
+
+
+# %% id="ex-01-7-check" tags=["check", "nbval-check-output"] exercise="01.7" points=2
+check("01.7", OpRegistry)
+
+# %% [markdown] id="my-registry-md"
+# Your registry at work, on two schemas from `native_functions.yaml` (their overload names dropped), and printed
+# the way the generated C table would list them. Then the refusals: a second `add`, and an overload name.
+
+# %% id="my-registry"
+try:
+    reg = OpRegistry()
+
+    @reg.register("add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor")
+    def add_kernel(self, other, alpha):
+        return self + alpha * other
+
+    @reg.register("max(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")
+    def max_kernel(self, dim, keepdim):
+        return self.max(dim, keepdim)
+
+    print("static PyMethodDef my_functions[] = {")
+    for name, (fn, (_, args, returns)) in reg.table.items():
+        print(f'  {{"{name}", {fn.__name__}, METH_VARARGS | METH_KEYWORDS, nullptr}},'
+              f"  // {len(args)} args -> {returns}")
+    print("};")
+    for schema in ("add(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", "add.Tensor(Tensor self) -> Tensor"):
+        try:
+            reg.register(schema)(add_kernel)
+        except ValueError as e:
+            print("ValueError:", e)
+    fn, signature = reg.table["add"]
+    print(fn(cl.tensor([1., 2.]), cl.tensor([10., 20.]), 2), signature)
+except NotImplementedError:
+    print("Finish exercise 01.7 first.")
+
 # %% [markdown] id="measure-md"
-# ## 5 · Measure: where does the time go?
+# ## 6 · Measure: where does the time go?
 #
 # Every course_lib op is a chain of Python calls (binding, dispatcher, kernel, wrapping the result) around one
 # numpy call. For a small tensor that chain *is* the cost; for a large one the numpy loop is. Let us measure

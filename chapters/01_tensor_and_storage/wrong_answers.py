@@ -346,6 +346,138 @@ def result_type_python_float_is_float64(a, b):
     return result
 
 
+# ------------------------------------------------------------------ 01.7 OpRegistry
+def _ch01_split(argtext, depth_aware=True):
+    parts, depth, current = [], 0, ""
+    for ch in argtext:
+        if depth_aware:
+            depth += (ch in "([") - (ch in ")]")
+        if ch == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    if current.strip():
+        parts.append(current.strip())
+    return parts
+
+
+def _ch01_args(parts, star_is_arg=False):
+    args, kwarg_only = [], False
+    for part in parts:
+        if part == "*" and not star_is_arg:
+            kwarg_only = True
+            continue
+        decl, _, default = part.partition("=")
+        typ, _, name = decl.strip().rpartition(" ")
+        args.append((typ.strip(), name.strip(), default.strip() or None, kwarg_only))
+    return args
+
+
+def _ch01_parse(schema, name_pattern=r"\w+", depth_aware=True):
+    import re
+    m = re.match(rf"^({name_pattern})\((.*)\)\s*->\s*(.+)$", schema.strip())
+    if m is None:
+        raise ValueError(f"bad schema: {schema!r}")
+    name, argtext, returns = m.groups()
+    return name, _ch01_args(_ch01_split(argtext, depth_aware)), returns.strip()
+
+
+class _Ch01Registry:
+    def __init__(self):
+        self.table = {}
+
+    def parse(self, schema):
+        return _ch01_parse(schema)
+
+    def register(self, schema):
+        signature = self.parse(schema)
+
+        def decorator(fn):
+            if signature[0] in self.table:
+                raise ValueError(f"op {signature[0]} registered twice")
+            self.table[signature[0]] = (fn, signature)
+            return fn
+        return decorator
+
+
+class OpRegistry_overwrites(_Ch01Registry):
+    # a second registration of a name replaces the first, as a dict would
+    def register(self, schema):
+        signature = self.parse(schema)
+
+        def decorator(fn):
+            self.table[signature[0]] = (fn, signature)
+            return fn
+        return decorator
+
+
+class OpRegistry_comma_split(_Ch01Registry):
+    # splits the arguments at every comma: int[1] dim=[-2, -1] becomes two arguments
+    def parse(self, schema):
+        return _ch01_parse(schema, depth_aware=False)
+
+
+class OpRegistry_first_arrow(_Ch01Registry):
+    # splits the schema at its first '->': Tensor(a -> *) self breaks it
+    def parse(self, schema):
+        head, _, returns = schema.strip().partition("->")
+        head = head.strip()
+        if "(" not in head or not head.endswith(")") or not returns.strip():
+            raise ValueError(f"bad schema: {schema!r}")
+        name, _, argtext = head[:-1].partition("(")
+        return name.strip(), _ch01_args(_ch01_split(argtext)), returns.strip()
+
+
+class OpRegistry_accepts_overloads(_Ch01Registry):
+    # takes add.Tensor(...) as an op named 'add.Tensor'
+    def parse(self, schema):
+        return _ch01_parse(schema, name_pattern=r"[\w.]+")
+
+
+class OpRegistry_star_is_an_argument(_Ch01Registry):
+    # keeps the '*' as an argument (type '', name '*') and marks nothing keyword-only
+    def parse(self, schema):
+        import re
+        m = re.match(r"^(\w+)\((.*)\)\s*->\s*(.+)$", schema.strip())
+        if m is None:
+            raise ValueError(f"bad schema: {schema!r}")
+        name, argtext, returns = m.groups()
+        return name, _ch01_args(_ch01_split(argtext), star_is_arg=True), returns.strip()
+
+
+class OpRegistry_returns_wrapper(_Ch01Registry):
+    # the decorator returns a wrapper instead of the kernel itself, and stores the wrapper
+    def register(self, schema):
+        signature = self.parse(schema)
+
+        def decorator(fn):
+            if signature[0] in self.table:
+                raise ValueError(f"op {signature[0]} registered twice")
+
+            def binding(*args, **kwargs):
+                return fn(*args, **kwargs)
+            self.table[signature[0]] = (binding, signature)
+            return binding
+        return decorator
+
+
+class OpRegistry_uses_course_lib(_Ch01Registry):
+    # right table, but parsed by course_lib's own parser, which the task forbids
+    def parse(self, schema):
+        from course_lib._ops.registry import parse_schema
+        name, args, returns = parse_schema(schema)
+        return name, [(a.type, a.name, a.default, a.kwarg_only) for a in args], returns
+
+
+class OpRegistry_uses_opdef(_Ch01Registry):
+    # right table, but parsed by building course_lib's OpDef, which the task forbids
+    def parse(self, schema):
+        from course_lib._ops.registry import OpDef
+        op = OpDef(schema, None, None)
+        return op.name, [(a.type, a.name, a.default, a.kwarg_only) for a in op.args], op.returns
+
+
 WRONG = {
     "01.1": [contiguous_strides_no_max, contiguous_strides_column_major, contiguous_strides_list,
              contiguous_strides_off_by_one],
@@ -359,4 +491,7 @@ WRONG = {
              binding_source_no_return],
     "01.6": [result_type_zero_dim_is_dimensioned, result_type_promote_everything,
              result_type_python_float_is_float64],
+    "01.7": [OpRegistry_overwrites, OpRegistry_comma_split, OpRegistry_first_arrow, OpRegistry_accepts_overloads,
+             OpRegistry_star_is_an_argument, OpRegistry_returns_wrapper, OpRegistry_uses_course_lib,
+             OpRegistry_uses_opdef],
 }
