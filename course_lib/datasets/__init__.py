@@ -6,14 +6,19 @@ training a first network in seconds (chapter 04).
 ``synthetic``: procedural colour images (``SyntheticImages``, optionally made
 CPU-expensive with ``work``) and tables (``SyntheticTabular``), for chapter 06.
 
+``patterns``: 32x32 colour images of five shapes, solid or striped (10 classes,
+``Patterns``, shaped like torchvision's ``CIFAR10``), for the capstone (chapter 09).
+
 ``mnist``: MNIST and Fashion-MNIST read from their IDX files (``read_idx``,
 ``write_idx``); ``transforms``: ``Compose``, ``ToTensor``, ``Normalize``,
 ``RandomCrop``, ``RandomHorizontalFlip`` (torchvision's names).
 """
 from . import transforms  # noqa: F401
 from .mnist import MNIST, FashionMNIST, read_idx, write_idx  # noqa: F401
+from .patterns import PATTERN_CLASSES, Patterns, make_patterns  # noqa: F401
 from .shapes import SHAPE_CLASSES, Shapes, make_shapes  # noqa: F401
 from .synthetic import SyntheticImages, SyntheticTabular  # noqa: F401
 
-__all__ = ["SHAPE_CLASSES", "Shapes", "make_shapes", "SyntheticImages", "SyntheticTabular", "MNIST", "FashionMNIST",
+__all__ = ["SHAPE_CLASSES", "Shapes", "make_shapes", "PATTERN_CLASSES", "Patterns", "make_patterns",
+           "SyntheticImages", "SyntheticTabular", "MNIST", "FashionMNIST",
            "read_idx", "write_idx", "transforms"]

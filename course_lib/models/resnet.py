@@ -7,11 +7,14 @@ with ``strict=True``.
 
 ``small_input=True`` adapts the stem to 16-32 px images (a 3x3 stride-1 first
 convolution and no max-pool), the usual CIFAR variant; it changes only
-``conv1``'s shape and drops nothing else from the state_dict.
+``conv1``'s shape and drops nothing else from the state_dict.  ``widths`` (not in torchvision, whose
+stages are always 64, 128, 256 and 512 channels wide) sets the four stages'
+widths, the stem's too, for a ResNet small enough to train on a CPU; the module
+names stay the same.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 from .. import nn
 from ..nn import Module
@@ -103,12 +106,17 @@ class ResNet(Module):
 
     def __init__(self, block, layers: list[int], num_classes: int = 1000, zero_init_residual: bool = False,
                  groups: int = 1, width_per_group: int = 64, replace_stride_with_dilation=None,
-                 norm_layer: Callable | None = None, small_input: bool = False):
+                 norm_layer: Callable | None = None, small_input: bool = False,
+                 widths: Sequence[int] = (64, 128, 256, 512)):
         super().__init__()
         if norm_layer is None:
             norm_layer = nn.BatchNorm2d
+        if len(widths) != 4 or any(int(w) < 1 for w in widths):
+            raise ValueError(f"widths should be 4 positive channel counts, one per stage, got {tuple(widths)}")
+        if len(layers) != 4:
+            raise ValueError(f"layers should be 4 block counts, one per stage, got {list(layers)}")
         self._norm_layer = norm_layer
-        self.inplanes = 64
+        self.inplanes = int(widths[0])
         self.dilation = 1
         if replace_stride_with_dilation is None:
             replace_stride_with_dilation = [False, False, False]
@@ -124,12 +132,13 @@ class ResNet(Module):
         self.bn1 = norm_layer(self.inplanes)
         self.relu = nn.ReLU(inplace=True)
         self.maxpool = nn.Identity() if small_input else nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
-        self.layer1 = self._make_layer(block, 64, layers[0])
-        self.layer2 = self._make_layer(block, 128, layers[1], stride=2, dilate=replace_stride_with_dilation[0])
-        self.layer3 = self._make_layer(block, 256, layers[2], stride=2, dilate=replace_stride_with_dilation[1])
-        self.layer4 = self._make_layer(block, 512, layers[3], stride=2, dilate=replace_stride_with_dilation[2])
+        w1, w2, w3, w4 = (int(w) for w in widths)
+        self.layer1 = self._make_layer(block, w1, layers[0])
+        self.layer2 = self._make_layer(block, w2, layers[1], stride=2, dilate=replace_stride_with_dilation[0])
+        self.layer3 = self._make_layer(block, w3, layers[2], stride=2, dilate=replace_stride_with_dilation[1])
+        self.layer4 = self._make_layer(block, w4, layers[3], stride=2, dilate=replace_stride_with_dilation[2])
         self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-        self.fc = nn.Linear(512 * block.expansion, num_classes)
+        self.fc = nn.Linear(w4 * block.expansion, num_classes)
 
         for m in self.modules():
             if isinstance(m, nn.Conv2d):
