@@ -642,3 +642,284 @@ def _ctor_trial(spec: dict):
                "was given, and the default collate_fn from _auto_collation.")
 def _loader_args(rng):
     return [_ctor_trial(spec) for spec in CTOR_FIXED + [ctor_random(rng) for _ in range(8)]]
+
+
+# ------------------------------------------------------------------ 06.6 the loader in real processes
+
+
+class _Slow:
+    """Sample i is 10 * i, after ``delays[i]`` seconds; index ``bad`` raises ValueError."""
+
+    def __init__(self, delays=(), bad=None):
+        self.delays, self.bad = dict(delays), bad
+
+    def __len__(self):
+        return 100
+
+    def __getitem__(self, i):
+        if i in self.delays:
+            import time
+
+            time.sleep(self.delays[i])
+        if i == self.bad:
+            raise ValueError(f"bad index {i}")
+        return 10 * i
+
+
+#: seconds one case of 06.6 may take in all: a loader that waits for a batch that never comes, or for
+#: a worker that never stops, is stopped waiting after this (the check's queues and processes enforce it)
+CASE_SECONDS = 2.5
+
+
+class _Watched:
+    """What the check's context made, and the time left for the case."""
+
+    def __init__(self, seconds: float):
+        import time
+
+        self.deadline = time.monotonic() + seconds
+        self.processes: list = []
+        self.queues: list = []
+        self.sent = 0          # tasks the main process put on an index queue
+        self.received = 0      # results it took from a queue
+        self.max_in_flight = 0
+
+    def left(self) -> float:
+        import time
+
+        return max(0.0, self.deadline - time.monotonic())
+
+
+class _CheckQueue:
+    """A multiprocessing queue that counts what this process puts on it, and never waits past the case."""
+
+    def __init__(self, ctx, watched: _Watched):
+        self._q, self._w = ctx.Queue(), watched
+        self.tasks, self.stops = 0, 0
+
+    def put(self, obj, block=True, timeout=None):
+        import os
+
+        if os.getpid() == self._w.pid:  # the main process: a task or a stop
+            if obj is None:
+                self.stops += 1
+            else:
+                self.tasks += 1
+                self._w.sent += 1
+                self._w.max_in_flight = max(self._w.max_in_flight, self._w.sent - self._w.received)
+        self._q.put(obj, block, timeout)
+
+    def put_nowait(self, obj):
+        self.put(obj, False)
+
+    def get(self, block=True, timeout=None):
+        import os
+        import queue
+
+        if os.getpid() != self._w.pid:  # a worker waits for its next task as long as it likes
+            return self._q.get(block, timeout)
+        left = self._w.left()
+        if timeout is not None and timeout <= left:
+            item = self._q.get(block, timeout)
+        else:
+            try:
+                item = self._q.get(block, left)
+            except queue.Empty:
+                raise TimeoutError(f"the check stopped waiting on a queue after {CASE_SECONDS} s: no result "
+                                   "arrived (a task never sent, or a worker that is not running?)") from None
+        self._w.received += 1
+        return item
+
+    def get_nowait(self):
+        return self.get(False)
+
+    def close(self):
+        self._q.close()
+
+    def join_thread(self):
+        self._q.join_thread()
+
+    def cancel_join_thread(self):
+        self._q.cancel_join_thread()
+
+
+class _CheckProcess:
+    """A process of the check's context: ``join()`` never waits past the case."""
+
+    def __init__(self, ctx, watched: _Watched, **kwargs):
+        self._p, self._w = ctx.Process(**kwargs), watched
+        self._queues = [a for a in kwargs.get("args", ()) if isinstance(a, _CheckQueue)]
+
+    def start(self):
+        self._p.start()
+
+    def join(self, timeout=None):
+        left = self._w.left() if timeout is None else min(timeout, self._w.left())
+        if self._queues and not any(q.stops for q in self._queues):
+            left = min(left, 0.2)  # nothing told this worker to stop: waiting longer would only delay the verdict
+        self._p.join(max(left, 0.05))
+
+    def is_alive(self):
+        return self._p.is_alive()
+
+    def terminate(self):
+        self._p.terminate()
+
+    def kill(self):
+        self._p.kill()
+
+    @property
+    def exitcode(self):
+        return self._p.exitcode
+
+    @property
+    def pid(self):
+        return self._p.pid
+
+    @property
+    def daemon(self):
+        return self._p.daemon
+
+    @daemon.setter
+    def daemon(self, value):
+        self._p.daemon = value
+
+
+class CheckContext:
+    """The ``ctx`` 06.6 gets: multiprocessing's fork context with ``Queue()`` and ``Process(...)``, watched.
+
+    Fork, because the worker runs functions defined in the notebook, which a spawned process could not
+    import.
+    """
+
+    def __init__(self, seconds: float = CASE_SECONDS):
+        import multiprocessing
+        import os
+
+        self._ctx = multiprocessing.get_context("fork")
+        self.watched = _Watched(seconds)
+        self.watched.pid = os.getpid()
+
+    def Queue(self) -> _CheckQueue:
+        q = _CheckQueue(self._ctx, self.watched)
+        self.watched.queues.append(q)
+        return q
+
+    def Process(self, group=None, target=None, name=None, args=(), kwargs=None, *, daemon=None) -> _CheckProcess:
+        p = _CheckProcess(self._ctx, self.watched, target=target, name=name, args=args, kwargs=kwargs or {},
+                          daemon=daemon)
+        self.watched.processes.append(p)
+        return p
+
+    def finish(self) -> int:
+        """Stop what is still running (after a short wait); how many processes were still running."""
+        running = 0
+        for p in self.watched.processes:
+            if p.pid is None:
+                continue
+            p._p.join(0.5 if not running else 0.05)
+            if p.is_alive():
+                running += 1
+                p.kill()
+                p._p.join(1.0)
+        for q in self.watched.queues:
+            q.cancel_join_thread()
+            q.close()
+        return running
+
+
+def _first_line(e: BaseException) -> str:
+    return f"raises {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+def _loaded(load_with_workers, batches: list, workers: int, prefetch: int, collate: str, delays: list,
+            bad) -> dict:
+    """Probe: run the learner's loader with the check's context; what came out, and what it did."""
+    ctx = CheckContext()
+    w = ctx.watched
+    got: list = []
+    try:
+        try:
+            for batch in load_with_workers(_Slow(delays, bad), batches, _COLLATE_FNS[collate], workers, ctx,
+                                           prefetch_factor=prefetch, timeout=2.0):
+                got.append(show(batch))
+        except NotImplementedError:
+            raise
+        except Exception as e:  # noqa: BLE001 - what the loader raises is part of what it yields
+            got.append(_first_line(e))
+    finally:
+        running = ctx.finish()
+    used = [q for q in w.queues if q.tasks or q.stops]
+    return {"batches": got, "workers started": sum(p.pid is not None for p in w.processes),
+            "tasks sent": sum(q.tasks for q in used), "None sent per index queue": [q.stops for q in used],
+            "most tasks in flight": w.max_in_flight, "workers still running at the end": running}
+
+
+def _library_loaded(batches: list, workers: int, prefetch: int, collate: str, bad) -> list:
+    """What course_lib's DataLoader with `workers` processes yields for these index lists (as shown)."""
+    key = (repr(batches), workers, prefetch, collate, bad)
+    if key not in _LIBRARY_LOADED:
+        _LIBRARY_LOADED[key] = _run_library_loader(batches, workers, prefetch, collate, bad)
+    return list(_LIBRARY_LOADED[key])
+
+
+#: what the library's loader gave for each case already run (the fixed cases are the same for every seed)
+_LIBRARY_LOADED: dict = {}
+
+
+def _run_library_loader(batches: list, workers: int, prefetch: int, collate: str, bad) -> list:
+    import warnings
+
+    out: list = []
+    with warnings.catch_warnings():  # more workers than this machine's CPUs: a warning that says nothing here
+        warnings.simplefilter("ignore")
+        loader = D.DataLoader(_Slow((), bad), batch_sampler=batches, num_workers=workers,
+                              prefetch_factor=prefetch, collate_fn=_COLLATE_FNS[collate])
+        try:
+            for batch in loader:
+                out.append(show(batch))
+        except Exception as e:  # noqa: BLE001
+            out.append(_first_line(e))
+    return out
+
+
+def _loader_trial(batches: list, workers: int, prefetch: int, collate: str, delays: list, bad, label: str):
+    expected = _library_loaded(batches, workers, prefetch, collate, bad)
+    window = prefetch * workers  # (a case with a failing batch sends every task at the start)
+    return probe(_loaded, batches, workers, prefetch, collate, delays, bad,
+                 expected={"batches": expected, "workers started": workers, "tasks sent": len(batches),
+                           "None sent per index queue": [1] * workers,
+                           "most tasks in flight": min(window, len(batches)),
+                           "workers still running at the end": 0},
+                 label=label)
+
+
+@exercise("06.6", title="load_with_workers", points=3, time_budget=18.0,
+          forbid={"DataLoader.__init__": D.DataLoader.__init__},
+          hint="ctx.Queue() per worker and one result queue; ctx.Process(target=worker_loop, args=(dataset, "
+               "index_queues[w], result_queue, collate_fn, w), daemon=True) and start() each; send "
+               "prefetch_factor * num_workers tasks (task k to worker k % num_workers); for each batch "
+               "in_order yields, send one more task, re-raise an ExceptionWrapper, yield the batch; finally put "
+               "None on every index queue and join the workers. Read results with get(timeout=timeout).")
+def _load_with_workers(rng):
+    cases = [
+        ([[0, 1], [2, 3], [4, 5]], 2, 2, "default_collate", [], None, "3 batches, 2 workers"),
+        ([[0], [1], [2], [3], [4], [5]], 2, 2, "default_collate", [(0, 0.15)], None,
+         "6 batches, 2 workers, sample 0 takes 0.15 s (batches 1 to 3 arrive before batch 0)"),
+        ([[i] for i in range(9)], 2, 1, "list", [(1, 0.05), (4, 0.05)], None,
+         "9 batches, 2 workers, prefetch_factor=1 (2 tasks in flight), collate_fn=list"),
+        ([[0, 1], [2], [3, 4], [5], [6, 7]], 3, 2, "default_collate", [], 3,
+         "5 batches, 3 workers, sample 3 raises ValueError"),
+        ([], 2, 2, "default_collate", [], None, "no batches, 2 workers"),
+    ]
+    for _ in range(2):
+        workers, prefetch = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+        order = [int(i) for i in rng.permutation(12)]
+        cuts = sorted(int(c) for c in rng.choice(np.arange(1, 12), size=int(rng.integers(3, 7)), replace=False))
+        batches = [order[a:b] for a, b in zip([0] + cuts, cuts + [12])]
+        delays = [(int(i), 0.03) for i in rng.choice(12, size=2, replace=False)]
+        collate = str(rng.choice(list(_COLLATE_FNS)))
+        cases.append((batches, workers, prefetch, collate, delays, None,
+                      f"batches {batches}, {workers} worker(s), prefetch_factor={prefetch}, collate_fn={collate}, "
+                      f"slow samples {[i for i, _ in delays]}"))
+    return [_loader_trial(b, w, p, c, d, bad, f"load_with_workers: {label}") for b, w, p, c, d, bad, label in cases]

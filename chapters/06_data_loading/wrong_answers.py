@@ -256,6 +256,126 @@ def in_order_arrival_order(arrivals):
         yield batch
 
 
+def _worker_loop_06(dataset, index_queue, result_queue, collate_fn, worker_id):
+    from course_lib.utils.data._utils import ExceptionWrapper
+
+    while True:
+        task = index_queue.get()
+        if task is None:
+            return
+        task_id, indices = task
+        try:
+            batch = collate_fn([dataset[i] for i in indices])
+        except Exception:
+            batch = ExceptionWrapper(where=f"in DataLoader worker process {worker_id}")
+        result_queue.put((task_id, batch))
+
+
+def _in_order_06(arrivals):
+    waiting, next_id = {}, 0
+    for task_id, batch in arrivals:
+        waiting[task_id] = batch
+        while next_id in waiting:
+            yield waiting.pop(next_id)
+            next_id += 1
+
+
+def _load_06(dataset, batches, collate_fn, num_workers, ctx, prefetch_factor=2, timeout=5.0, *, ordered=True,
+             refill=True, window=True, stop=True, reraise=True):
+    import queue
+
+    from course_lib.utils.data._utils import ExceptionWrapper
+
+    index_queues = [ctx.Queue() for _ in range(num_workers)]
+    result_queue = ctx.Queue()
+    workers = [ctx.Process(target=_worker_loop_06, args=(dataset, index_queues[w], result_queue, collate_fn, w),
+                           daemon=True) for w in range(num_workers)]
+    for w in workers:
+        w.start()
+    tasks = iter(enumerate(batches))
+    sent = [0]
+
+    def send_next():
+        task = next(tasks, None)
+        if task is not None:
+            index_queues[task[0] % num_workers].put(task)
+            sent[0] += 1
+
+    def arrivals():
+        received = 0
+        while received < sent[0]:
+            try:
+                yield result_queue.get(timeout=timeout)
+            except queue.Empty:
+                raise RuntimeError(f"DataLoader timed out after {timeout} seconds") from None
+            received += 1
+
+    try:
+        for _ in range(prefetch_factor * num_workers if window else len(batches)):
+            send_next()
+        for batch in (_in_order_06(arrivals()) if ordered else (b for _, b in arrivals())):
+            if refill:
+                send_next()
+            if reraise and isinstance(batch, ExceptionWrapper):
+                batch.reraise()
+            yield batch
+    finally:
+        for q, w in zip(index_queues, workers):
+            if stop:
+                q.put(None)
+            else:
+                w.terminate()
+        for w in workers:
+            w.join()
+
+
+def load_with_workers_arrival_order(*args, **kwargs):
+    # yields batches as they arrive: no in_order
+    return _load_06(*args, **kwargs, ordered=False)
+
+
+def load_with_workers_no_refill(*args, **kwargs):
+    # sends the first prefetch_factor * num_workers tasks and no more: later batches are lost
+    return _load_06(*args, **kwargs, refill=False)
+
+
+def load_with_workers_all_at_once(*args, **kwargs):
+    # sends every task at the start: no prefetch window
+    return _load_06(*args, **kwargs, window=False)
+
+
+def load_with_workers_no_none(dataset, batches, collate_fn, num_workers, ctx, prefetch_factor=2, timeout=5.0):
+    # never tells the workers to stop, then waits for them
+    import queue
+
+    index_queues = [ctx.Queue() for _ in range(num_workers)]
+    result_queue = ctx.Queue()
+    workers = [ctx.Process(target=_worker_loop_06, args=(dataset, index_queues[w], result_queue, collate_fn, w),
+                           daemon=True) for w in range(num_workers)]
+    for w in workers:
+        w.start()
+    for task_id, indices in enumerate(batches):
+        index_queues[task_id % num_workers].put((task_id, indices))
+    try:
+        arrivals = (result_queue.get(timeout=timeout) for _ in batches)
+        yield from _in_order_06(arrivals)
+    except queue.Empty:
+        raise RuntimeError(f"DataLoader timed out after {timeout} seconds") from None
+    finally:
+        for w in workers:
+            w.join()
+
+
+def load_with_workers_terminates(*args, **kwargs):
+    # terminates the workers instead of sending None
+    return _load_06(*args, **kwargs, stop=False)
+
+
+def load_with_workers_yields_wrappers(*args, **kwargs):
+    # hands out the ExceptionWrapper as a batch instead of re-raising it
+    return _load_06(*args, **kwargs, reraise=False)
+
+
 class LoaderArgsReference:
     # the constructor's logic, with switches the wrong answers below flip
     batch_sampler_allows_none = False   # batch_sampler with batch_size=None accepted
@@ -365,6 +485,8 @@ WRONG = {
              worker_loop_wrong_where, worker_loop_ignores_none],
     "06.5": [in_order_reads_everything_first, in_order_one_per_arrival, in_order_yields_pairs,
              in_order_arrival_order],
+    "06.6": [load_with_workers_arrival_order, load_with_workers_no_refill, load_with_workers_all_at_once,
+             load_with_workers_no_none, load_with_workers_terminates, load_with_workers_yields_wrappers],
     "06.7": [LoaderArgsBatchSamplerAllowsNone, LoaderArgsKeepsBatchSize, LoaderArgsNoDropLastCheck,
              LoaderArgsUnseededShuffle, LoaderArgsAlwaysDefaultCollate, LoaderArgsIndexAlwaysBatchSampler,
              LoaderArgsOwnWording],
