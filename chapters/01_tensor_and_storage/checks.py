@@ -2,8 +2,9 @@
 
 Expected values come from course_lib's library (strides of ``cl.empty``, ``as_strided`` views over
 ``arange``, ``tensor()``, its ``_recursive_store``, ``python_source`` and ``result_type``) or from
-literals for PyTorch's error messages; each exercise adds cases drawn from ``rng``. The probes
-(the functions taking ``fn`` first) run in the learner's kernel.
+literals for PyTorch's error messages; 01.7's from ``registry.parse_schema`` and the refusals of
+``registry.register`` (which raises before it touches ``OPS``). Each exercise adds cases drawn from
+``rng``. The probes (the functions taking ``fn`` first) run in the learner's kernel.
 """
 from __future__ import annotations
 

@@ -20,7 +20,9 @@
 #   for ragged lists;
 # - `binding_source`: a tiny code generator that writes a Python function from an op's schema, the way
 #   PyTorch generates `torch.add` from `native_functions.yaml`;
-# - `result_type`: PyTorch's dtype promotion rule, which decides that `int64 tensor + 2.5` is `float32`.
+# - `result_type`: PyTorch's dtype promotion rule, which decides that `int64 tensor + 2.5` is `float32`;
+# - `OpRegistry`: the import-time registry behind it all, whose decorators parse schemas into a bindings table,
+#   after a look at what `import torch` does (`torch._C`, `PyInit__C`, the generated `PyMethodDef` tables).
 #
 # Then you will measure what a call costs when the tensor holds 1 number and when it holds a million.
 #
@@ -1088,6 +1090,10 @@ else:
 #   call through modes, autograd and a backend kernel.
 # - `result_type` sorts operands into three tiers (dimensioned tensors, 0-d tensors, Python numbers) and lets
 #   a weaker tier matter only when its category is higher.
+# - `import torch` loads the extension module `torch._C` (`PyInit__C` -> `initModule`); loading its libraries
+#   registers every op with the dispatcher, and `initModule` turns the generated `PyMethodDef` tables into
+#   `torch._C._VariableFunctions` (copied into `torch`) and the methods of `torch._C.TensorBase`. course_lib
+#   does the same in Python: `@register` decorators fill `OPS` at import, beside generated, checked-in bindings.
 #
 # **Chapter 02 · Strides and views** makes the strides do the work: transpose, slicing, `expand` and `view`
 # as new metadata over the same storage, when `view` must refuse and `reshape` has to copy, and broadcasting

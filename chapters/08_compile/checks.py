@@ -5,7 +5,8 @@ the probes, the same way in both processes. Expected values come from course_lib
 grader: its recording mode (``ProxyTorchDispatchMode``, 08.1), its table layout
 (``fx.graph._tabulate_simple``, 08.2), ``Graph.eliminate_dead_code`` (08.3), its min-cut
 partitioner (``solve_min_cut`` on the network ``build_flow_network`` makes, 08.6) and eager
-course_lib ops (08.8); or from how the inputs were built (08.5: the guards of the argument specs
+course_lib ops (08.8), ``course_lib.viz.make_dot`` (08.9, its nodes and edges with object ids replaced by
+what they stand for); or from how the inputs were built (08.5: the guards of the argument specs
 and the first one a variant changes). Two references are written out here: ``_split_reference``
 (08.4, the rule the task states; the toy_example cases compare with literals from PyTorch's
 graphs) and ``_schedule_reference`` (08.7: the pointwise-only rule of the first version of
@@ -18,6 +19,7 @@ import ast
 import contextlib
 import math
 import operator
+import re
 import sys
 
 import numpy as np
@@ -29,6 +31,7 @@ from course_lib._ops.registry import OPS, OpDef
 from course_lib.fx import graph as fx_graph
 from course_lib.fx.experimental import proxy_tensor
 from course_lib.fx.passes import dce
+from course_lib.viz import make_dot as _viz_make_dot
 
 # ------------------------------------------------------------------ random programs (08.1, 08.2, 08.6)
 _UNARY = ("abs", "exp", "neg", "tanh", "sin", "cos")
@@ -886,3 +889,183 @@ def _kernel_source(rng):
                     "outputs": _eager_kernel(spec)}
         out.append(probe(_kernel_run, spec, expected=expected, compare=_kernel_compare, label=_kernel_text(spec)))
     return out
+
+
+# ------------------------------------------------------------------ 08.9 make_dot
+
+
+class _Residual(cl.nn.Module):
+    """x -> h = fc1(x); fc2(tanh(h)) + h: the node of h is used twice (two arrows out of AddmmBackward0)."""
+
+    def __init__(self, n_in: int, n_hidden: int) -> None:
+        super().__init__()
+        self.fc1 = cl.nn.Linear(n_in, n_hidden)
+        self.fc2 = cl.nn.Linear(n_hidden, n_hidden)
+
+    def forward(self, x):
+        h = self.fc1(x)
+        return self.fc2(h.tanh()) + h
+
+
+class _Twice(cl.nn.Module):
+    """The same Linear applied twice: its AccumulateGrad nodes are reached from two places each."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.lin = cl.nn.Linear(n, n)
+
+    def forward(self, x):
+        return self.lin(self.lin(x).sigmoid())
+
+
+class _ConvNet(cl.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = cl.nn.Conv2d(2, 3, 3, padding=1)
+        self.fc = cl.nn.Linear(3 * 4 * 4, 2)
+
+    def forward(self, x):
+        return self.fc(self.conv(x).relu().flatten(1))
+
+
+_ACTIVATIONS = {"relu": cl.nn.ReLU, "tanh": cl.nn.Tanh, "sigmoid": cl.nn.Sigmoid}
+
+
+def _dot_model(spec: dict):
+    """(model, output) for a model spec, the same in the grader and in the kernel (seeded)."""
+    cl.manual_seed(spec["seed"])
+    kind = spec["model"]
+    if kind == "residual":
+        model, x = _Residual(3, 4), cl.randn(2, 3)
+    elif kind == "twice":
+        model, x = _Twice(3), cl.randn(2, 3)
+    elif kind == "conv":
+        model, x = _ConvNet(), cl.randn(1, 2, 4, 4)
+    else:
+        layers = []
+        for layer in spec["layers"]:
+            layers.append(cl.nn.Linear(*layer[1:]) if layer[0] == "linear" else _ACTIVATIONS[layer[0]]())
+        model, x = cl.nn.Sequential(*layers), cl.randn(spec["batch"], spec["layers"][0][1])
+    y = model(x)
+    tail = spec["tail"]
+    out = (y[:, 0] if tail == "select" else y.sum() if tail == "sum" else (y * y).mean() if tail == "square_mean"
+           else y.t() if tail == "transpose" else y)
+    return model, out
+
+
+def _dot_params(model, which: str):
+    named = dict(model.named_parameters())
+    if which == "none":
+        return None
+    if which == "some":
+        return {k: v for k, v in named.items() if k.endswith("weight")}
+    return named
+
+
+def _graph_names(var) -> dict[str, str]:
+    """str(id(obj)) -> a name for what it stands for: 'out', 'base', 'f<k>' for the k-th backward node and
+    'v<k>' for the k-th leaf met in breadth-first order over next_functions."""
+    names = {str(id(var)): "out"}
+    if var._base is not None:
+        names[str(id(var._base))] = "base"
+    queue = [t.grad_fn for t in (var, var._base) if t is not None and t.grad_fn is not None]
+    seen: set[int] = set()
+    while queue:
+        fn = queue.pop(0)
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        names[str(id(fn))] = f"f{len(seen) - 1}"
+        if hasattr(fn, "variable"):
+            names.setdefault(str(id(fn.variable)), f"v{len(seen) - 1}")
+        queue += [u for u, _ in fn.next_functions if u is not None]
+    return names
+
+
+_STATEMENT = re.compile(r"^\t(\S+) -> (\S+)(.*)$|^\t(\S+)(.*)$", re.S)
+
+
+def _statements(dot, names: dict[str, str]) -> list[str] | str:
+    """The Digraph's node and edge statements with object ids replaced by names, sorted."""
+    body = getattr(dot, "body", None)
+    if not isinstance(body, list) or not all(isinstance(s, str) for s in body):
+        return f"make_dot returned {type(dot).__name__}, not a Digraph (no list of statements in .body)"
+
+    def name(token: str) -> str:
+        token = token.strip('"')
+        return names.get(token, f"?{token}" if not token.isdigit() else "?(an id of something not in the graph)")
+
+    out = []
+    for s in body:
+        m = _STATEMENT.match(s)
+        if m is None:
+            out.append(f"?{s!r}")
+        elif m.group(1) is not None:
+            out.append(f"{name(m.group(1))} -> {name(m.group(2))}{m.group(3).rstrip()}")
+        else:
+            out.append(f"{name(m.group(4))}{m.group(5).rstrip()}")
+    return sorted(out)
+
+
+def _dot_statements(fn, spec):
+    """Probe: the statements of fn(output, params) for the spec's model, ids replaced by names."""
+    model, out = _dot_model(spec)
+    return _statements(fn(out, _dot_params(model, spec["params"])), _graph_names(out))
+
+
+def _dot_compare(got, expected):
+    if got == expected:
+        return True
+    if not isinstance(got, list):
+        return str(got)
+    missing = [s for s in expected if s not in got or expected.count(s) > got.count(s)]
+    extra = [s for s in got if s not in expected or got.count(s) > expected.count(s)]
+    parts = []
+    if missing:
+        parts.append(f"missing {len(missing)}: " + "; ".join(repr(s) for s in sorted(set(missing))[:3]))
+    if extra:
+        parts.append(f"not expected {len(extra)}: " + "; ".join(repr(s) for s in sorted(set(extra))[:3]))
+    return ("; ".join(parts) + " (names: out, base, f<k> backward nodes, v<k> leaves)") if parts else False
+
+
+def _dot_label(spec: dict) -> str:
+    if spec["model"] == "mlp":
+        model = " -> ".join(f"Linear({layer[1]}, {layer[2]})" if layer[0] == "linear" else layer[0]
+                            for layer in spec["layers"])
+    else:
+        model = {"residual": "fc2(tanh(fc1(x))) + fc1(x)", "twice": "lin(sigmoid(lin(x)))",
+                 "conv": "fc(relu(conv(x)).flatten(1))"}[spec["model"]]
+    tail = {"select": "y[:, 0]", "sum": "y.sum()", "square_mean": "(y * y).mean()", "transpose": "y.t()",
+            "none": "y"}[spec["tail"]]
+    params = {"all": "dict(model.named_parameters())", "some": "the weights only", "none": "None"}[spec["params"]]
+    return f"y = {model}; make_dot({tail}, params={params})"
+
+
+def _random_mlp(rng) -> dict:
+    sizes = [int(n) for n in rng.integers(1, 5, size=int(rng.integers(2, 5)))]
+    layers = []
+    for a, b in zip(sizes, sizes[1:]):
+        layers.append(["linear", a, b])
+        if rng.random() < 0.7:
+            layers.append([list(_ACTIVATIONS)[int(rng.integers(0, len(_ACTIVATIONS)))]])
+    tails = ["select", "sum", "square_mean", "none", "transpose"]
+    return {"model": "mlp", "layers": layers, "batch": int(rng.integers(1, 4)), "seed": int(rng.integers(0, 2**31)),
+            "tail": tails[int(rng.integers(0, len(tails)))], "params": ["all", "some", "none"][int(rng.integers(0, 3))]}
+
+
+@exercise("08.9", title="make_dot", points=2,
+          hint="names = {id(t): name for name, t in params.items()}; add_tensor(var, 'darkolivegreen1') adds the node, "
+               "walks var.grad_fn and adds grad_fn -> var, then the base (if var._base is not None) with a dotted "
+               "edge; add_nodes(fn): the leaf of fn.variable (lightblue) and leaf -> fn, the node, and u -> fn for "
+               "every u in next_functions, walking u only if its id is new.",
+          forbid={"course_lib.viz.make_dot": _viz_make_dot})
+def _make_dot(rng):
+    mlp = {"model": "mlp", "layers": [["linear", 3, 4], ["relu"], ["linear", 4, 2]], "batch": 5, "seed": 0}
+    specs = [dict(mlp, tail="sum", params="all"), dict(mlp, tail="select", params="all"),
+             dict(mlp, tail="none", params="none"),
+             {"model": "residual", "tail": "sum", "params": "all", "seed": int(rng.integers(0, 2**31))},
+             {"model": "twice", "tail": "none", "params": "all", "seed": int(rng.integers(0, 2**31))},
+             {"model": "conv", "tail": "select", "params": "some", "seed": int(rng.integers(0, 2**31))}]
+    specs += [_random_mlp(rng) for _ in range(3)]
+    return [probe(_dot_statements, spec, expected=_dot_statements(_viz_make_dot, spec), compare=_dot_compare,
+                  label=_dot_label(spec)) for spec in specs]

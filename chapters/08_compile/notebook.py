@@ -29,7 +29,9 @@
 #   *resume functions* receive;
 # - guards: what to write down about the inputs, and the first one that fails, with a readable reason;
 # - the min-cut that decides what the forward saves for the backward (with `networkx`);
-# - the grouping of pointwise ops into fused kernels, and the Python source of one kernel, with its loop.
+# - the grouping of pointwise ops into fused kernels, and the Python source of one kernel, with its loop;
+# - torchviz's `make_dot`, which draws the backward graph as Graphviz text; then you export chapter 04's ResNet
+#   to an ONNX file and run it in onnxruntime.
 #
 # **Why it matters.** Knowing what the compiler sees tells you why a model compiles into 40 graphs instead of 1,
 # why the second call with another batch size is slow again, why a compiled training step uses *less* memory,
@@ -1235,6 +1237,214 @@ else:
             print(f"         {left:{width}}   {right}")
         print()
 
+# %% [markdown] id="export-md"
+# ## 10 · Graph export: `make_dot` and ONNX
+#
+# Two more ways to get a graph out of a program, both older than `torch.compile` and both still in daily use:
+# drawing the **backward graph** autograd recorded (torchviz's `make_dot`), and writing the **forward graph** to a
+# file another runtime can execute (ONNX).
+#
+# ### Drawing the backward graph
+#
+# `torchviz.make_dot(y, params=dict(model.named_parameters()))` draws the graph behind `y.grad_fn`, the one you
+# walked in chapter 03: one grey box per backward node, one light-blue box per leaf that will receive a `.grad`,
+# labelled with its name from `named_parameters()` and its shape. It writes the picture as
+# [Graphviz](https://graphviz.org) **DOT** text, which the `dot` program (or Jupyter, through the `graphviz`
+# package) turns into an image. course_lib has the same function, `course_lib.viz.make_dot`, with torchviz's
+# node names, labels, colours and edges, so that the text matches torchviz's for the same network
+# (`tests/test_make_dot.py` holds torchviz's output as a golden file). Here is a two-layer network's, with the
+# output a view (`[:, 0]`), which torchviz shows as a dotted arrow from the tensor it views:
+
+# %% id="make-dot-demo"
+from course_lib.viz import make_dot as lib_make_dot
+
+cl.manual_seed(0)
+mlp = cl.nn.Sequential(cl.nn.Linear(3, 4), cl.nn.ReLU(), cl.nn.Linear(4, 2))
+y = mlp(cl.randn(5, 3))[:, 0]
+dot = lib_make_dot(y, params=dict(mlp.named_parameters()))
+print(dot.source)
+
+# %% [markdown] id="make-dot-render-md"
+# Each node's name is `str(id(obj))` of the object it stands for (a backward node, a tensor), which is how the
+# same object, met twice, becomes one box. With the `graphviz` package and its `dot` program installed, `dot`
+# displays itself as an image in Jupyter; `dot.render("mlp", format="png")` writes a file. The cell below shows
+# the image when it can, and says why not when it cannot.
+
+# %% id="make-dot-render" grader_runs="print('`course grade` skips the drawing')"
+import shutil
+
+if hasattr(dot, "_repr_image_svg_xml") and shutil.which("dot"):
+    from IPython.display import display
+
+    display(dot)
+else:
+    print("no image: the drawing needs the graphviz package (pip install graphviz) and Graphviz's `dot` program "
+          "(apt install graphviz, brew install graphviz); the DOT text above is the whole graph")
+
+# %% [markdown] id="ex-08-9-task"
+# ## Exercise 08.9 · make_dot (2 points)
+#
+# Write torchviz's walk yourself: `make_dot(var, params=None)` returns a `Digraph` (given: `course_lib.viz.graph
+# .Digraph`, with graphviz's interface: `dot.node(name, label, **attrs)`, `dot.edge(tail, head, **attrs)` and
+# `dot.source`) holding the backward graph of the tensor `var`:
+#
+# - every name is `str(id(obj))` of the object the node stands for;
+# - a tensor's label is `f"{name}\n ({sizes})"`: its name from `params` (a dict name -> tensor, matched by
+#   identity: `id(tensor)`), or `""` when it has none, a newline, a space, and its sizes joined by `", "`
+#   (`"0.weight\n (4, 3)"`; a 0-d tensor's is `"\n ()"`);
+# - **the output** `var`: `dot.node(name, label, fillcolor="darkolivegreen1")`. If it has a `grad_fn`, walk it
+#   (below) and add the edge `grad_fn -> var`. If `var` is a view (`var._base is not None`), add its base as you
+#   added `var` (same label rule, `fillcolor="darkolivegreen3"`, its `grad_fn` walked and joined the same way)
+#   and the edge `base -> var` with `style="dotted"`;
+# - **a backward node** `fn`, walked once however many nodes lead to it: `dot.node(name, type(fn).__name__)`.
+#   If `fn` has an attribute `variable` (`AccumulateGrad`: `fn.variable` is the leaf it accumulates into), add
+#   the leaf, `dot.node(leaf_name, label, fillcolor="lightblue")`, and the edge `leaf -> fn`. Then for each
+#   `(u, _)` in `fn.next_functions` with `u is not None`: the edge `u -> fn`, **every time** (a node that two
+#   others use has two arrows out), and walk `u` if it was not walked yet.
+#
+# No saved tensors (torchviz's `show_saved`), no attributes (`show_attrs`). The graph and node attributes
+# (`node_attr`, `graph_attr`) are yours to choose: the check compares nodes and edges, in any order. It builds
+# small networks (linear layers, activations, a convolution, a residual connection, a layer used twice),
+# calls your `make_dot` and `course_lib.viz.make_dot` on the same output, and compares the two sets of nodes and
+# edges (names replaced by what they stand for). Calling `course_lib.viz.make_dot` fails the check.
+#
+# *Hint:* a set of the `id`s already added, a recursive `add_nodes(fn)`, and a small `add_tensor(t, color)`
+# for the output and its base. Run the cell after the check to compare your text with `course_lib`'s.
+
+# %% id="ex-08-9-solution" tags=["solution"] exercise="08.9"
+from course_lib.viz.graph import Digraph
+
+
+def make_dot(var, params: dict | None = None) -> Digraph:
+    """torchviz's make_dot without saved tensors or attributes: the backward graph of `var` as a Digraph."""
+    ### BEGIN SOLUTION
+    names = {id(t): name for name, t in (params or {}).items()}
+    dot = Digraph(node_attr=dict(style="filled", shape="box", align="left", fontsize="10", ranksep="0.1",
+                                 height="0.2", fontname="monospace"),
+                  graph_attr=dict(size="12,12"))
+    seen: set[int] = set()
+
+    def label(t) -> str:
+        return f"{names.get(id(t), '')}\n ({', '.join(str(n) for n in t.shape)})"
+
+    def add_nodes(fn) -> None:
+        seen.add(id(fn))
+        if hasattr(fn, "variable"):
+            leaf = fn.variable
+            seen.add(id(leaf))
+            dot.node(str(id(leaf)), label(leaf), fillcolor="lightblue")
+            dot.edge(str(id(leaf)), str(id(fn)))
+        dot.node(str(id(fn)), type(fn).__name__)
+        for u, _ in fn.next_functions:
+            if u is not None:
+                dot.edge(str(id(u)), str(id(fn)))
+                if id(u) not in seen:
+                    add_nodes(u)
+
+    def add_tensor(t, color: str) -> None:
+        if id(t) in seen:
+            return
+        seen.add(id(t))
+        dot.node(str(id(t)), label(t), fillcolor=color)
+        if t.grad_fn is not None:
+            if id(t.grad_fn) not in seen:
+                add_nodes(t.grad_fn)
+            dot.edge(str(id(t.grad_fn)), str(id(t)))
+        if t._base is not None:
+            add_tensor(t._base, "darkolivegreen3")
+            dot.edge(str(id(t._base)), str(id(t)), style="dotted")
+
+    add_tensor(var, "darkolivegreen1")
+    return dot
+    ### END SOLUTION
+
+
+# %% id="ex-08-9-check" tags=["check", "nbval-check-output"] exercise="08.9" points=2
+check("08.9", make_dot)
+
+# %% id="make-dot-mine"
+try:
+    mine = make_dot(y, params=dict(mlp.named_parameters()))
+    print(mine.source)
+    print("the same text as course_lib.viz.make_dot's:", mine.source == dot.source)
+except NotImplementedError:
+    print("Finish exercise 08.9 first.")
+
+# %% [markdown] id="onnx-md"
+# ### ONNX: the forward graph as a file
+#
+# [ONNX](https://onnx.ai) is a file format for a model's forward graph: a list of nodes in topological order,
+# each an operator from a versioned set (the *opset*: `Conv`, `Relu`, `Gemm`, `Add`, ...) reading and writing
+# named values, plus the weights as *initializers*, all in one protobuf file. Any runtime that implements the
+# opset can run it: onnxruntime, TensorRT, OpenVINO, a browser.
+#
+# `torch.onnx.export(model, args, "model.onnx")` gets the graph by **running** the model once on `args`, the way
+# this chapter's capture does. Its older exporter (`dynamo=False`) records through the TorchScript tracer and
+# translates each ATen op with a *symbolic function* (`torch/onnx/symbolic_opset9.py`, ...); the newer one
+# (`dynamo=True`, the default in PyTorch 2.13.0) captures with `torch.export`, an FX graph like yours. course_lib's
+# `course_lib.onnx.export` does the second kind of capture with the first kind of translation: it traces the model
+# with `make_fx` (section 3) into an FX graph of course_lib ops, folds constants (an inference `BatchNorm2d` after
+# a `Conv2d` becomes new conv weights), and translates each node with a symbolic function
+# (`course_lib/onnx/symbolic_opset.py`).
+#
+# Tracing fixes every shape it sees. `dynamic_axes` names the sizes that may change, such as the batch:
+# `{"input": {0: "batch"}, "logits": {0: "batch"}}` writes `batch` instead of `2` in the file, so that the
+# exported model takes any batch size. The next cell exports chapter 04's ResNet (one `BasicBlock` per stage,
+# for 32x32 images), checks the file with `onnx.checker`, and runs it in onnxruntime on a batch of another size,
+# beside course_lib's own forward pass. It needs the `onnx` and `onnxruntime` packages (`pip install onnx
+# onnxruntime`, or the course's `test` extra) and says so when they are missing. To *see* the graph, open the
+# file in [Netron](https://netron.app) (a viewer for ONNX and most other model formats, in the browser or as an
+# app): every node, its attributes and the shapes between them.
+
+# %% id="onnx-demo" grader_runs="print('`course grade` skips the ONNX export')"
+import collections
+import importlib.util
+import os
+import tempfile
+
+from course_lib.models.resnet import BasicBlock, ResNet
+
+if importlib.util.find_spec("onnx") is None:
+    print("the export needs the onnx package: pip install onnx (onnxruntime runs the file)")
+else:
+    import onnx
+
+    cl.manual_seed(0)
+    resnet = ResNet(BasicBlock, [1, 1, 1, 1], num_classes=10, small_input=True).eval()
+    path = os.path.join(tempfile.mkdtemp(), "resnet.onnx")
+    cl.onnx.export(resnet, (cl.randn(2, 3, 32, 32),), path, input_names=["input"], output_names=["logits"],
+                   dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
+    model = onnx.load(path)
+    onnx.checker.check_model(model)
+    print(f"{path}: {os.path.getsize(path) / 1e6:.1f} MB, opset {model.opset_import[0].version}, passes onnx.checker")
+    print("nodes:", dict(collections.Counter(node.op_type for node in model.graph.node)))
+    for value in list(model.graph.input) + list(model.graph.output):
+        dims = [d.dim_param or d.dim_value for d in value.type.tensor_type.shape.dim]
+        print(f"  {value.name}: {dims}")
+    if importlib.util.find_spec("onnxruntime") is None:
+        print("onnxruntime is not installed (pip install onnxruntime): the file is not run")
+    else:
+        import onnxruntime
+
+        session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+        x5 = cl.randn(5, 3, 32, 32)   # another batch size than the one traced
+        (theirs,) = session.run(None, {"input": x5.numpy()})
+        with cl.no_grad():
+            ours = resnet(x5).numpy()
+        print(f"onnxruntime, batch 5: logits {theirs.shape}, largest difference from course_lib "
+              f"{np.abs(theirs - ours).max():.1e}")
+
+# %% [markdown] id="onnx-notes"
+# The counts say what the exporter did: no `BatchNormalization` node (each was folded into the `Conv` before it),
+# `Gemm` for the final `Linear`, `Add` for the residual connections, `GlobalAveragePool` for the adaptive average
+# pool. The `batch` in the input's and output's shapes is `dynamic_axes` at work, which is why a batch of 5 runs in
+# a file traced with a batch of 2. A model that branches on its input's values (`if x.sum() > 0:`) exports only the
+# branch the trace took: tracing sees one path, as a graph without guards would.
+#
+# > **In PyTorch:** `torch/onnx/__init__.py` (`export`); the TorchScript-based exporter in
+# > `torch/onnx/_internal/torchscript_exporter/` with its symbolic functions; the `torch.export`-based one in
+# > `torch/onnx/_internal/exporter/`. torchviz is a separate package; its `make_dot` is in `torchviz/dot.py`.
+
 # %% [markdown] id="summary"
 # ## Summary
 #
@@ -1249,6 +1459,9 @@ else:
 #   **min-cut** on a network of split nodes chooses the cheapest values to save, recomputing the rest.
 # - **Inductor** groups pointwise ops into kernels (not across reductions and externs), plans buffers, and
 #   generates a loop per kernel.
+# - **Export**: `make_dot` walks `grad_fn` and `next_functions` into Graphviz DOT text, one box per object; ONNX
+#   export traces the forward graph once, translates each op to the ONNX opset, and `dynamic_axes` keeps the sizes
+#   that may change symbolic, so onnxruntime (or any runtime, and Netron to look) takes the file from there.
 #
 # That is the last chapter of the course for now. Grade this chapter with
 # `course grade notebooks/08_compile.ipynb`.

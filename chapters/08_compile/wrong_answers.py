@@ -644,6 +644,87 @@ def kernel_loop_per_op(name, inputs, ops, outputs, n):
     return "\n".join(lines) + "\n"
 
 
+# ------------------------------------------------------------------ 08.9 make_dot
+def _make_dot_variant(var, params=None, *, edge_once=False, use_names=True, with_base=True, dedupe=True,
+                      leaf_edge_reversed=False, size_text=None):
+    from course_lib.viz.graph import Digraph
+    names = {id(t): name for name, t in (params or {}).items()} if use_names else {}
+    dot = Digraph()
+    seen = set()
+
+    def label(t):
+        sizes = size_text(t) if size_text else ", ".join(str(n) for n in t.shape)
+        return f"{names.get(id(t), '')}\n ({sizes})"
+
+    def add_nodes(fn):
+        seen.add(id(fn))
+        if hasattr(fn, "variable"):
+            leaf = fn.variable
+            dot.node(str(id(leaf)), label(leaf), fillcolor="lightblue")
+            if leaf_edge_reversed:
+                dot.edge(str(id(fn)), str(id(leaf)))
+            else:
+                dot.edge(str(id(leaf)), str(id(fn)))
+        dot.node(str(id(fn)), type(fn).__name__)
+        for u, _ in fn.next_functions:
+            if u is None:
+                continue
+            new = id(u) not in seen or not dedupe
+            if new or not edge_once:
+                dot.edge(str(id(u)), str(id(fn)))
+            if new:
+                add_nodes(u)
+
+    def add_tensor(t, color):
+        seen.add(id(t))
+        dot.node(str(id(t)), label(t), fillcolor=color)
+        if t.grad_fn is not None:
+            add_nodes(t.grad_fn)
+            dot.edge(str(id(t.grad_fn)), str(id(t)))
+        if with_base and t._base is not None:
+            add_tensor(t._base, "darkolivegreen3")
+            dot.edge(str(id(t._base)), str(id(t)), style="dotted")
+
+    add_tensor(var, "darkolivegreen1")
+    return dot
+
+
+def make_dot_edge_once(var, params=None):
+    # one arrow per node only: a node that two others use (a residual, a layer used twice) loses an arrow
+    return _make_dot_variant(var, params, edge_once=True)
+
+
+def make_dot_no_names(var, params=None):
+    # ignores params: every leaf is labelled with its shape only
+    return _make_dot_variant(var, params, use_names=False)
+
+
+def make_dot_no_base(var, params=None):
+    # a view's base is left out (no darkolivegreen3 node, no dotted arrow)
+    return _make_dot_variant(var, params, with_base=False)
+
+
+def make_dot_walks_twice(var, params=None):
+    # no set of walked nodes: a shared node and everything below it is added again
+    return _make_dot_variant(var, params, dedupe=False)
+
+
+def make_dot_leaf_edge_reversed(var, params=None):
+    # the arrow between a leaf and its AccumulateGrad points the wrong way
+    return _make_dot_variant(var, params, leaf_edge_reversed=True)
+
+
+def make_dot_tuple_sizes(var, params=None):
+    # sizes written as a Python tuple: '(4,)' for a bias, '()' as '()' but '(2, 3)' right
+    return _make_dot_variant(var, params, size_text=lambda t: str(tuple(t.shape))[1:-1])
+
+
+def make_dot_library(var, params=None):
+    # right graph, from course_lib's own make_dot, which the task forbids
+    from course_lib.viz import make_dot
+    return make_dot(var, params)
+
+
 WRONG = {
     "08.1": [RecorderDropsConstants, RecorderInputsOnFirstUse, RecorderSingleOutput, RecorderReturnsNone,
              RecorderListsAsTuples, RecorderSubclassesLibrary, RecorderEntersLibraryMode],
@@ -659,4 +740,6 @@ WRONG = {
              fusion_first_input_only, fusion_reads_any_computed],
     "08.8": [kernel_off_by_one, kernel_outputs_first, kernel_writes_back_into_input, kernel_without_loop,
              kernel_numpy_with_dummy_loop, kernel_loop_per_op],
+    "08.9": [make_dot_edge_once, make_dot_no_names, make_dot_no_base, make_dot_walks_twice, make_dot_leaf_edge_reversed,
+             make_dot_tuple_sizes, make_dot_library],
 }
