@@ -923,3 +923,105 @@ def _load_with_workers(rng):
                       f"batches {batches}, {workers} worker(s), prefetch_factor={prefetch}, collate_fn={collate}, "
                       f"slow samples {[i for i, _ in delays]}"))
     return [_loader_trial(b, w, p, c, d, bad, f"load_with_workers: {label}") for b, w, p, c, d, bad, label in cases]
+
+
+# ------------------------------------------------------------------ 06.8 the pin-memory thread
+
+
+#: how often 06.8's loop must look at done_event (the task gives it; PyTorch waits MP_STATUS_CHECK_INTERVAL, 5 s)
+PIN_POLL = 0.05
+
+
+def _pin(batch):
+    """The check's stand-in for pinning (course_lib has no accelerator): ``('pinned', batch)``; "bad" raises."""
+    if batch == "bad":
+        raise ValueError("cannot pin this batch")
+    return ("pinned", batch)
+
+
+def _pin_items(items: list) -> list:
+    """(task id, data) pairs from their descriptions: data "wrapper" is an ExceptionWrapper from a worker."""
+    out = []
+    for idx, data in items:
+        if data == "wrapper":
+            try:
+                raise KeyError("from a worker")
+            except KeyError:
+                data = ExceptionWrapper(where="in DataLoader worker process 0")
+        out.append((idx, data))
+    return out
+
+
+def _pinned_thread(pin_memory_loop, items: list, gap: float) -> dict:
+    """Probe: run the learner's loop in a thread; feed `items` (`gap` seconds apart), collect what comes out,
+    set done_event and see whether the thread ends."""
+    import queue
+    import threading
+    import time
+
+    in_queue, out_queue, done = queue.Queue(), queue.Queue(), threading.Event()
+    errors: list = []
+
+    def run():
+        try:
+            pin_memory_loop(in_queue, out_queue, done, _pin)
+        except BaseException as e:  # noqa: BLE001 - reported as data
+            errors.append(f"{type(e).__name__}: {e}")
+
+    thread = threading.Thread(target=run, daemon=True, name="pin_memory_loop under check")
+    thread.start()
+    got = []
+    try:
+        for item in _pin_items(items):
+            if gap:
+                time.sleep(gap)
+            in_queue.put(item)
+        while len(got) < len(items):
+            try:
+                got.append(out_queue.get(timeout=1.0))
+            except queue.Empty:
+                break
+        done.set()
+        thread.join(1.0)  # a loop that polls every PIN_POLL seconds ends long before
+        stopped = not thread.is_alive()
+    finally:
+        done.set()
+        if thread.is_alive():
+            in_queue.put((-1, "wake up"))  # a loop blocked in get() without a timeout: let it see done_event
+            thread.join(0.5)
+    if errors and errors[0].startswith("NotImplementedError"):
+        raise NotImplementedError
+    return {"out": [show(pair) for pair in got], "stopped soon after done_event": stopped,
+            "raised": errors[0] if errors else None}
+
+
+def _pin_expected(items: list) -> dict:
+    out = []
+    for idx, data in items:
+        if data == "wrapper":
+            out.append(show((idx, "W")).replace("'W'", "ExceptionWrapper(KeyError, 'in DataLoader worker process 0')"))
+        elif data == "bad":
+            out.append(f"({idx}, ExceptionWrapper(ValueError, 'in pin memory thread for device 0'))")
+        else:
+            out.append(show((idx, ("pinned", data))))
+    return {"out": out, "stopped soon after done_event": True, "raised": None}
+
+
+@exercise("06.8", title="pin_memory_loop", points=2,
+          hint="while not done_event.is_set(): try r = in_queue.get(timeout=PIN_POLL) except queue.Empty: continue; "
+               "idx, data = r; unless data is an ExceptionWrapper, data = pin(data) inside try/except Exception "
+               "(then data = ExceptionWrapper(where='in pin memory thread for device 0')); out_queue.put((idx, data)).")
+def _pin_memory_loop(rng):
+    cases = [
+        ([(0, 1), (1, 2), (2, 3)], 0.0, "three batches"),
+        ([], 0.0, "nothing arrives: done_event is set while the loop waits"),
+        ([(0, "wrapper"), (1, 5)], 0.0, "batch 0 is an ExceptionWrapper from a worker"),
+        ([(0, "a"), (1, "bad"), (2, "c")], 0.0, "pinning batch 1 raises ValueError"),
+        ([(0, 7), (1, 8), (2, 9)], 3 * PIN_POLL, f"batches {3 * PIN_POLL:g} s apart (longer than the poll interval)"),
+    ]
+    ids = [int(i) for i in rng.permutation(20)[:int(rng.integers(5, 12))]]
+    kinds = [7, "x", "wrapper", "bad", 3.5]
+    items = [(i, kinds[int(rng.integers(0, len(kinds)))]) for i in ids]
+    cases.append((items, 0.0, f"items {items}"))
+    return [probe(_pinned_thread, items, gap, expected=_pin_expected(items), label=f"pin_memory_loop: {label}")
+            for items, gap, label in cases]

@@ -20,14 +20,17 @@
 # - `collate`, PyTorch's rules for merging samples (numbers, arrays, tensors, dicts, tuples) into a batch;
 # - the single-process iterator: from the next index to the next batch;
 # - the loop every worker process runs, errors included;
-# - the in-order reassembly of batches that workers finish out of order.
+# - the in-order reassembly of batches that workers finish out of order;
+# - the main process's side of the multi-process loader, run with your worker loop in real processes;
+# - the constructor's rules: which arguments exclude each other, and the samplers it makes when you give none;
+# - the thread that pins batches for a GPU.
 #
 # Then you will *measure* the real multi-process `DataLoader`: what workers buy and cost, the prefetch
 # pipeline drawn as a timeline from a real run, shared memory against pickling, and the classic bug that
-# gives every worker the same "random" augmentations.
+# gives every worker the same "random" augmentations; and what pinned memory costs and buys.
 #
 # *Prerequisites:* chapter 01 (tensors, storage); Python iterators and generators (`yield`); a first idea of
-# processes. *Expected time:* 2 hours.
+# processes. *Expected time:* 3 hours.
 
 # %% id="setup"
 import collections
@@ -964,11 +967,181 @@ class LoaderArgs:
 # %% id="ex-06-7-check" tags=["check", "nbval-check-output"] exercise="06.7" points=2
 check("06.7", LoaderArgs)
 
-# %% [markdown] id="summary"
+# %% [markdown] id="pin-md"
 # > **In PyTorch:** `DataLoader.__init__` in `torch/utils/data/dataloader.py`, in this order; it also wraps
 # > `IterDataPipe`s, and its `__setattr__` refuses to change `batch_size`, `batch_sampler`, `sampler`,
 # > `drop_last`, `dataset` or `persistent_workers` once the loader is built (the samplers were made from
 # > them). `tests/test_dataloader_ctor_oracle.py` runs this exercise's cases through torch's constructor.
+#
+# ## 13 · Pinned memory: one more stage, for the GPU
+#
+# One argument is left: `pin_memory=True`. It matters only when batches go on to a GPU, and it adds a stage to
+# the pipeline of section 6, a **thread** in the main process between the result queue and your loop:
+#
+# ```
+# workers ──> result queue ──> pin-memory thread ──> data queue ──> main loop (back in order) ──> your loop
+#                              pin(batch): copy every tensor
+#                              into page-locked memory
+# ```
+#
+# **Why pin.** A GPU reads host memory by DMA: its copy engine reads physical pages by itself, so those pages
+# must stay where they are for the whole copy. Ordinary memory is *pageable*: the operating system may move
+# it or swap it out. So `x.to("cuda")` from pageable memory is done in two steps: the CUDA driver first copies
+# the data into a page-locked buffer of its own, then the GPU copies from there, and the call returns only when
+# it is safe to reuse `x`. From memory that is already **pinned** (page-locked), the GPU copies directly, and
+# `x.to("cuda", non_blocking=True)` only *queues* the copy (`cudaMemcpyAsync` on the current stream) and
+# returns at once. What that buys on a GPU machine:
+#
+# - one copy instead of two, and usually a faster one (the driver's staging copy is skipped);
+# - the Python thread is free while the copy runs: it can already ask the loader for the next batch;
+# - with the copy on a second CUDA stream, the copy of batch `k + 1` overlaps the forward and backward
+#   of batch `k` (a "prefetcher" that keeps the next batch in flight does this).
+#
+# A `non_blocking=True` copy from pageable memory cannot be asynchronous: it still goes through the staging
+# buffer. And pinning is not free: it is one more copy on the host (the batch into a pinned buffer), and
+# pinned memory is taken away from the operating system (pin too much and the whole machine slows down).
+# That host copy is why the DataLoader does it in a thread: the copy releases the GIL, so it runs while your
+# training step runs. It is a thread of the main process, not a worker, because pinned memory belongs to the
+# process (and CUDA context) that allocated it. Without workers there is no thread: the single-process
+# iterator pins each batch in your loop's thread.
+#
+# **Here.** course_lib has no GPU, exactly like a CPU-only build of PyTorch: `DataLoader(pin_memory=True)`
+# warns once and hands out batches unpinned, `Tensor.pin_memory()` raises, `is_pinned()` is `False`, and no
+# thread is started. (PyTorch starts it only when `torch.accelerator.is_available()`.)
+
+# %% id="pin-demo"
+import warnings
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    batch = next(iter(DataLoader(cl.arange(8.), batch_size=4, pin_memory=True)))
+for w in caught:
+    print("DataLoader(pin_memory=True) warns:", w.message)
+print("batch.is_pinned():", batch.is_pinned())
+try:
+    batch.pin_memory()
+except RuntimeError as e:
+    print("batch.pin_memory(): RuntimeError:", e)
+
+# %% [markdown] id="pin-measure-md"
+# **What this machine can measure, and what it cannot.** Both host-side costs of the stage can be measured
+# here: the copy that pinning adds (into an ordinary buffer here: copying into page-locked memory costs the
+# same memory traffic; allocating page-locked memory is another matter, which is why PyTorch's caching host
+# allocator keeps pinned blocks for reuse) and the trip of each batch through one more thread and queue. The
+# GPU side, a copy from pinned against pageable memory and its overlap with compute, needs a GPU: this
+# notebook shows no figure for it rather than an invented one. On a machine with one, time it with CUDA
+# events, for example:
+#
+# ```python
+# x = torch.randn(64, 3, 224, 224)                      # pageable
+# xp = x.pin_memory()                                   # pinned
+# start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+# for src, nb in ((x, False), (xp, False), (xp, True)):
+#     torch.cuda.synchronize(); start.record()
+#     y = src.to("cuda", non_blocking=nb)
+#     end.record(); torch.cuda.synchronize()
+#     print(f"pinned={src.is_pinned()} non_blocking={nb}: {start.elapsed_time(end):.2f} ms")
+# ```
+#
+# and, for the overlap, time the host: the `non_blocking=True` copy from pinned memory returns before the
+# data has arrived, the others do not.
+
+# %% id="pin-measure" grader_runs="pass"
+import queue
+import threading
+
+frames_batch = np.ones((64, 3, 128, 128), np.float32)  # the 12.6 MB batch of section 9
+buffer = np.empty_like(frames_batch)
+copies = []
+for _ in range(20):
+    start = time.perf_counter()
+    np.copyto(buffer, frames_batch)
+    copies.append(time.perf_counter() - start)
+copy_s = float(np.median(copies))
+print(f"copying a {frames_batch.nbytes / 1e6:.1f} MB batch: {copy_s * 1e3:.2f} ms "
+      f"({frames_batch.nbytes / copy_s / 1e9:.1f} GB/s), median of 20")
+
+
+def relay(source, sink, stop):
+    # the pin-memory thread's shape, with nothing to pin
+    while not stop.is_set():
+        try:
+            sink.put(source.get(timeout=0.05))
+        except queue.Empty:
+            continue
+
+
+source, sink, stop = queue.Queue(), queue.Queue(), threading.Event()
+thread = threading.Thread(target=relay, args=(source, sink, stop), daemon=True)
+thread.start()
+hops = []
+for k in range(300):
+    start = time.perf_counter()
+    source.put((k, None))
+    sink.get()
+    hops.append(time.perf_counter() - start)
+stop.set()
+thread.join()
+print(f"one more thread and queue: {float(np.median(hops)) * 1e6:.0f} µs per batch, median of 300")
+
+# %% [markdown] id="ex-06-8-task"
+# Both numbers are small next to a training step, and the copy runs beside it, in the thread. On a GPU machine
+# the benefit is the asynchronous copy the pinned batch allows.
+#
+# ## Exercise 06.8 · pin_memory_loop (2 points)
+#
+# Write the loop that the pin-memory thread runs, `pin_memory_loop(in_queue, out_queue, done_event, pin)`.
+# `in_queue` brings `(task_id, data)` pairs (from the workers' result queue), `out_queue` takes them to the
+# main loop, `done_event` is a `threading.Event` the main process sets when the loader shuts down, and
+# `pin(data)` pins a batch (the check passes its own stand-in, since nothing can be pinned here):
+#
+# - while `done_event` is not set: take the next pair with `in_queue.get(timeout=PIN_POLL)`; on
+#   `queue.Empty` go round again (that is how the loop notices `done_event` while no batch comes);
+# - put `(task_id, pin(data))` on `out_queue`, in the order they came;
+# - a `data` that is already an `ExceptionWrapper` (a worker's error) goes through unchanged: there is
+#   nothing to pin;
+# - if `pin` raises an `Exception`, put `(task_id, ExceptionWrapper(where="in pin memory thread for device
+#   0"))` instead, and carry on: the main loop re-raises it when that batch's turn comes;
+# - return once `done_event` is set.
+#
+# The check runs your function in a thread, as the DataLoader does, and also sets `done_event` while the
+# loop is waiting for a batch that never comes: the thread must end soon after.
+
+# %% id="ex-06-8-solution" tags=["solution"] exercise="06.8"
+import queue
+
+from course_lib.utils.data._utils import ExceptionWrapper
+
+PIN_POLL = 0.05  # seconds between looks at done_event (PyTorch: MP_STATUS_CHECK_INTERVAL, 5 s)
+
+
+def pin_memory_loop(in_queue, out_queue, done_event, pin) -> None:
+    """Pin each (task_id, data) from in_queue and pass it on to out_queue, until done_event is set."""
+    ### BEGIN SOLUTION
+    while not done_event.is_set():
+        try:
+            task_id, data = in_queue.get(timeout=PIN_POLL)
+        except queue.Empty:
+            continue
+        if not isinstance(data, ExceptionWrapper):
+            try:
+                data = pin(data)
+            except Exception:
+                data = ExceptionWrapper(where="in pin memory thread for device 0")
+        out_queue.put((task_id, data))
+    ### END SOLUTION
+
+
+# %% id="ex-06-8-check" tags=["check", "nbval-check-output"] exercise="06.8" points=2
+check("06.8", pin_memory_loop)
+
+# %% [markdown] id="summary"
+# > **In PyTorch:** `_pin_memory_loop` and `pin_memory` in `torch/utils/data/_utils/pin_memory.py` (it also
+# > skips pinning once `done_event` is set, and retries `out_queue.put` while the queue is full). The
+# > thread is started in `_MultiProcessingDataLoaderIter.__init__` (`torch/utils/data/dataloader.py`) with a
+# > plain `queue.Queue` as its `out_queue`, and `_SingleProcessDataLoaderIter._next_data` pins in place.
+# > `Tensor.pin_memory()` allocates through the accelerator's caching host allocator
+# > (`at::getHostAllocator`, `cudaHostAlloc` for CUDA).
 #
 # ## Summary and what comes next
 #
@@ -983,6 +1156,11 @@ check("06.7", LoaderArgs)
 # - Batches travel through shared memory: only names and shapes are pickled.
 # - Each worker's random generators are seeded from `base_seed` and its id; seed your own generators in
 #   `worker_init_fn`, and shard iterable datasets with `get_worker_info()`.
+# - The constructor turns `shuffle`, `sampler`, `batch_sampler`, `batch_size` and `drop_last` into one
+#   sampler and one batch sampler, refusing every combination where one argument would override another;
+#   `_index_sampler` is what the iterators draw from.
+# - `pin_memory=True` adds a thread that copies each batch into page-locked memory, so that a GPU copy can
+#   be asynchronous (`non_blocking=True`) and overlap compute; without a GPU it does nothing.
 #
 # **Chapter 07 · Serialization** saves and loads tensors, modules and optimizers, and meets shared storage
 # again: two tensors that view one storage must still share it after `save` and `load`.

@@ -376,6 +376,56 @@ def load_with_workers_yields_wrappers(*args, **kwargs):
     return _load_06(*args, **kwargs, reraise=False)
 
 
+def _pin_loop_06(in_queue, out_queue, done_event, pin, *, poll=True, stop_on_empty=False, skip_wrappers=True,
+                 catch=True, where="in pin memory thread for device 0"):
+    import queue
+
+    from course_lib.utils.data._utils import ExceptionWrapper
+
+    while not done_event.is_set():
+        try:
+            r = in_queue.get(timeout=0.05) if poll else in_queue.get()
+        except queue.Empty:
+            if stop_on_empty:
+                return
+            continue
+        idx, data = r
+        if not (skip_wrappers and isinstance(data, ExceptionWrapper)):
+            if catch:
+                try:
+                    data = pin(data)
+                except Exception:
+                    data = ExceptionWrapper(where=where)
+            else:
+                data = pin(data)
+        out_queue.put((idx, data))
+
+
+def pin_memory_loop_blocking_get(in_queue, out_queue, done_event, pin):
+    # in_queue.get() without a timeout: never sees done_event while nothing arrives
+    _pin_loop_06(in_queue, out_queue, done_event, pin, poll=False)
+
+
+def pin_memory_loop_stops_when_empty(in_queue, out_queue, done_event, pin):
+    # returns at the first empty poll instead of looking at done_event again
+    _pin_loop_06(in_queue, out_queue, done_event, pin, stop_on_empty=True)
+
+
+def pin_memory_loop_pins_wrappers(in_queue, out_queue, done_event, pin):
+    # pins a worker's ExceptionWrapper like a batch
+    _pin_loop_06(in_queue, out_queue, done_event, pin, skip_wrappers=False)
+
+
+def pin_memory_loop_dies_on_error(in_queue, out_queue, done_event, pin):
+    # an error while pinning ends the thread
+    _pin_loop_06(in_queue, out_queue, done_event, pin, catch=False)
+
+
+def pin_memory_loop_wrong_where(in_queue, out_queue, done_event, pin):
+    # wraps the error with another description
+    _pin_loop_06(in_queue, out_queue, done_event, pin, where="in pin memory thread")
+
+
 class LoaderArgsReference:
     # the constructor's logic, with switches the wrong answers below flip
     batch_sampler_allows_none = False   # batch_sampler with batch_size=None accepted
@@ -490,4 +540,6 @@ WRONG = {
     "06.7": [LoaderArgsBatchSamplerAllowsNone, LoaderArgsKeepsBatchSize, LoaderArgsNoDropLastCheck,
              LoaderArgsUnseededShuffle, LoaderArgsAlwaysDefaultCollate, LoaderArgsIndexAlwaysBatchSampler,
              LoaderArgsOwnWording],
+    "06.8": [pin_memory_loop_blocking_get, pin_memory_loop_stops_when_empty, pin_memory_loop_pins_wrappers,
+             pin_memory_loop_dies_on_error, pin_memory_loop_wrong_where],
 }
