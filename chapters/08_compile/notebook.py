@@ -1284,9 +1284,10 @@ else:
 # %% [markdown] id="ex-08-9-task"
 # ## Exercise 08.9 · make_dot (2 points)
 #
-# Write torchviz's walk yourself: `make_dot(var, params=None)` returns a `Digraph` (given: `course_lib.viz.graph
-# .Digraph`, with graphviz's interface: `dot.node(name, label, **attrs)`, `dot.edge(tail, head, **attrs)` and
-# `dot.source`) holding the backward graph of the tensor `var`:
+# Write torchviz's walk yourself: `make_dot(var, params=None)` returns a `Digraph` holding the backward graph of
+# the tensor `var`. `Digraph` is given (`course_lib.viz.graph.Digraph`, imported in the cell) and has graphviz's
+# interface: `dot.node(name, label, **attrs)`, `dot.edge(tail, head, **attrs)` and `dot.source`.
+#
 #
 # - every name is `str(id(obj))` of the object the node stands for;
 # - a tensor's label is `f"{name}\n ({sizes})"`: its name from `params` (a dict name -> tensor, matched by
@@ -1305,8 +1306,8 @@ else:
 # No saved tensors (torchviz's `show_saved`), no attributes (`show_attrs`). The graph and node attributes
 # (`node_attr`, `graph_attr`) are yours to choose: the check compares nodes and edges, in any order. It builds
 # small networks (linear layers, activations, a convolution, a residual connection, a layer used twice),
-# calls your `make_dot` and `course_lib.viz.make_dot` on the same output, and compares the two sets of nodes and
-# edges (names replaced by what they stand for). Calling `course_lib.viz.make_dot` fails the check.
+# calls your `make_dot` and `course_lib.viz.make_dot` on the same output, and compares their nodes and edges,
+# duplicates included (names replaced by what they stand for). Calling `course_lib.viz.make_dot` fails the check.
 #
 # *Hint:* a set of the `id`s already added, a recursive `add_nodes(fn)`, and a small `add_tensor(t, color)`
 # for the output and its base. Run the cell after the check to compare your text with `course_lib`'s.
@@ -1411,12 +1412,14 @@ else:
 
     cl.manual_seed(0)
     resnet = ResNet(BasicBlock, [1, 1, 1, 1], num_classes=10, small_input=True).eval()
-    path = os.path.join(tempfile.mkdtemp(), "resnet.onnx")
+    folder = tempfile.TemporaryDirectory()   # removed at the end of the cell
+    path = os.path.join(folder.name, "resnet.onnx")   # path = "resnet.onnx" keeps the file, for Netron
     cl.onnx.export(resnet, (cl.randn(2, 3, 32, 32),), path, input_names=["input"], output_names=["logits"],
                    dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}})
     model = onnx.load(path)
     onnx.checker.check_model(model)
-    print(f"{path}: {os.path.getsize(path) / 1e6:.1f} MB, opset {model.opset_import[0].version}, passes onnx.checker")
+    print(f"{os.path.basename(path)}: {os.path.getsize(path) / 1e6:.1f} MB, "
+          f"opset {model.opset_import[0].version}, passes onnx.checker")
     print("nodes:", dict(collections.Counter(node.op_type for node in model.graph.node)))
     for value in list(model.graph.input) + list(model.graph.output):
         dims = [d.dim_param or d.dim_value for d in value.type.tensor_type.shape.dim]
@@ -1433,6 +1436,8 @@ else:
             ours = resnet(x5).numpy()
         print(f"onnxruntime, batch 5: logits {theirs.shape}, largest difference from course_lib "
               f"{np.abs(theirs - ours).max():.1e}")
+        del session
+    folder.cleanup()
 
 # %% [markdown] id="onnx-notes"
 # The counts say what the exporter did: no `BatchNormalization` node (each was folded into the `Conv` before it),
