@@ -163,7 +163,8 @@ class GradScaler:
             else:
                 successful = self._growth_tracker + 1
                 if successful == self._growth_interval:
-                    grown = float(np.float32(scale * self._growth_factor))
+                    with np.errstate(over="ignore"):      # overflowing to inf is how growth is refused
+                        grown = float(np.float32(scale * self._growth_factor))
                     if math.isfinite(grown):
                         scale = grown
                     self._growth_tracker = 0
