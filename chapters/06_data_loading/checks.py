@@ -904,24 +904,24 @@ def _loader_trial(batches: list, workers: int, prefetch: int, collate: str, dela
 def _load_with_workers(rng):
     cases = [
         ([[0, 1], [2, 3], [4, 5]], 2, 2, "default_collate", [], None, "3 batches, 2 workers"),
-        ([[0], [1], [2], [3], [4], [5]], 2, 2, "default_collate", [(0, 0.15)], None,
-         "6 batches, 2 workers, sample 0 takes 0.15 s (batches 1 to 3 arrive before batch 0)"),
+        ([[0], [1], [2], [3], [4], [5]], 2, 2, "default_collate", [(0, 0.1)], None,
+         "6 batches, 2 workers, sample 0 takes 0.1 s (batches 1 to 3 arrive before batch 0)"),
         ([[i] for i in range(9)], 2, 1, "list", [(1, 0.05), (4, 0.05)], None,
          "9 batches, 2 workers, prefetch_factor=1 (2 tasks in flight), collate_fn=list"),
         ([[0, 1], [2], [3, 4], [5], [6, 7]], 3, 2, "default_collate", [], 3,
          "5 batches, 3 workers, sample 3 raises ValueError"),
         ([], 2, 2, "default_collate", [], None, "no batches, 2 workers"),
     ]
-    for _ in range(2):
-        workers, prefetch = int(rng.integers(1, 3)), int(rng.integers(1, 3))
-        order = [int(i) for i in rng.permutation(12)]
-        cuts = sorted(int(c) for c in rng.choice(np.arange(1, 12), size=int(rng.integers(3, 7)), replace=False))
-        batches = [order[a:b] for a, b in zip([0] + cuts, cuts + [12])]
-        delays = [(int(i), 0.03) for i in rng.choice(12, size=2, replace=False)]
-        collate = str(rng.choice(list(_COLLATE_FNS)))
-        cases.append((batches, workers, prefetch, collate, delays, None,
-                      f"batches {batches}, {workers} worker(s), prefetch_factor={prefetch}, collate_fn={collate}, "
-                      f"slow samples {[i for i, _ in delays]}"))
+    # one random case: the samples in a random order, cut into 4 to 7 batches, two of them slow
+    workers, prefetch = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    order = [int(i) for i in rng.permutation(12)]
+    cuts = sorted(int(c) for c in rng.choice(np.arange(1, 12), size=int(rng.integers(3, 7)), replace=False))
+    batches = [order[a:b] for a, b in zip([0] + cuts, cuts + [12])]
+    delays = [(int(i), 0.03) for i in rng.choice(12, size=2, replace=False)]
+    collate = str(rng.choice(list(_COLLATE_FNS)))
+    cases.append((batches, workers, prefetch, collate, delays, None,
+                  f"batches {batches}, {workers} worker(s), prefetch_factor={prefetch}, collate_fn={collate}, "
+                  f"slow samples {[i for i, _ in delays]}"))
     return [_loader_trial(b, w, p, c, d, bad, f"load_with_workers: {label}") for b, w, p, c, d, bad, label in cases]
 
 
@@ -976,11 +976,13 @@ def _pinned_thread(pin_memory_loop, items: list, gap: float) -> dict:
             if gap:
                 time.sleep(gap)
             in_queue.put(item)
-        while len(got) < len(items):
+        deadline = time.monotonic() + 1.0
+        while len(got) < len(items) and time.monotonic() < deadline:
             try:
-                got.append(out_queue.get(timeout=1.0))
+                got.append(out_queue.get(timeout=0.02))
             except queue.Empty:
-                break
+                if not thread.is_alive() and out_queue.empty():
+                    break  # the loop is gone: nothing more will come
         done.set()
         thread.join(1.0)  # a loop that polls every PIN_POLL seconds ends long before
         stopped = not thread.is_alive()
@@ -1017,7 +1019,7 @@ def _pin_memory_loop(rng):
         ([], 0.0, "nothing arrives: done_event is set while the loop waits"),
         ([(0, "wrapper"), (1, 5)], 0.0, "batch 0 is an ExceptionWrapper from a worker"),
         ([(0, "a"), (1, "bad"), (2, "c")], 0.0, "pinning batch 1 raises ValueError"),
-        ([(0, 7), (1, 8), (2, 9)], 3 * PIN_POLL, f"batches {3 * PIN_POLL:g} s apart (longer than the poll interval)"),
+        ([(0, 7), (1, 8)], 2 * PIN_POLL, f"batches {2 * PIN_POLL:g} s apart (longer than the poll interval)"),
     ]
     ids = [int(i) for i in rng.permutation(20)[:int(rng.integers(5, 12))]]
     kinds = [7, "x", "wrapper", "bad", 3.5]
