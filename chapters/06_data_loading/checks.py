@@ -8,6 +8,14 @@ the probes build them there from plain descriptions (a random batch from a seed:
 and ``course.checks.chapter_checks("06")._random_batch(seed)`` rebuilds it) and return batches as text (``show``): same
 container types, tensor dtypes, shapes and values give the same text. The worker loop runs in the
 kernel's own process with in-memory queues, so a loop that never stops is reported, not waited for.
+
+06.6 runs the learner's loader (with their 06.4 worker loop) in real forked processes, through a
+context of the check's (``CheckContext``) whose queues and processes count what the main process does
+and never wait past the case's few seconds; the batches expected are those of ``DataLoader(...,
+num_workers>0)`` run in the grader, the counts follow from the inputs. 06.7's expected decisions and
+errors are ``DataLoader``'s own (tests/test_dataloader_ctor_oracle.py compares them with torch's).
+06.8 runs the learner's loop in a thread with a stand-in ``pin``; what must come out follows from the
+inputs by the rules the task states.
 """
 from __future__ import annotations
 
@@ -894,8 +902,10 @@ def _loader_trial(batches: list, workers: int, prefetch: int, collate: str, dela
                  label=label)
 
 
+# 06.6 has no forbid=: the forbidden-call watch fails any process the learner's code starts itself, and
+# starting processes is the exercise. A loader that leaves the work to DataLoader (or to another
+# multiprocessing context) shows up in the counts instead: no workers or tasks went through the check's ctx.
 @exercise("06.6", title="load_with_workers", points=3, time_budget=18.0,
-          forbid={"DataLoader.__init__": D.DataLoader.__init__},
           hint="ctx.Queue() per worker and one result queue; ctx.Process(target=worker_loop, args=(dataset, "
                "index_queues[w], result_queue, collate_fn, w), daemon=True) and start() each; send "
                "prefetch_factor * num_workers tasks (task k to worker k % num_workers); for each batch "

@@ -548,7 +548,8 @@ check("06.5", in_order)
 # `DataLoader(dataset, batch_sampler=batches, num_workers=...)`. It also counts the workers started, the
 # tasks sent, how many were in flight at most, the `None`s, and the workers still running at the end. A
 # loader that waits for a batch that never comes, or for a worker that never stops, is stopped after a few
-# seconds and fails. Do not use `DataLoader` itself (the check watches `DataLoader.__init__`).
+# seconds and fails. Do not hand the work to `DataLoader` (or to another multiprocessing context): the check
+# sees only what goes through its `ctx`.
 #
 # *Hint:* keep a counter of tasks sent; `in_order` needs an iterator of arrivals: a small generator that
 # calls `result_queue.get` once per task sent and not yet received.

@@ -371,6 +371,14 @@ def load_with_workers_terminates(*args, **kwargs):
     return _load_06(*args, **kwargs, stop=False)
 
 
+def load_with_workers_own_context(dataset, batches, collate_fn, num_workers, ctx, prefetch_factor=2, timeout=5.0):
+    # starts its workers with a multiprocessing context of its own instead of ctx
+    import multiprocessing
+
+    return _load_06(dataset, batches, collate_fn, num_workers, multiprocessing.get_context("fork"),
+                    prefetch_factor, timeout)
+
+
 def load_with_workers_yields_wrappers(*args, **kwargs):
     # hands out the ExceptionWrapper as a batch instead of re-raising it
     return _load_06(*args, **kwargs, reraise=False)
@@ -536,7 +544,8 @@ WRONG = {
     "06.5": [in_order_reads_everything_first, in_order_one_per_arrival, in_order_yields_pairs,
              in_order_arrival_order],
     "06.6": [load_with_workers_arrival_order, load_with_workers_no_refill, load_with_workers_all_at_once,
-             load_with_workers_no_none, load_with_workers_terminates, load_with_workers_yields_wrappers],
+             load_with_workers_no_none, load_with_workers_terminates, load_with_workers_yields_wrappers,
+             load_with_workers_own_context],
     "06.7": [LoaderArgsBatchSamplerAllowsNone, LoaderArgsKeepsBatchSize, LoaderArgsNoDropLastCheck,
              LoaderArgsUnseededShuffle, LoaderArgsAlwaysDefaultCollate, LoaderArgsIndexAlwaysBatchSampler,
              LoaderArgsOwnWording],
