@@ -994,7 +994,7 @@ def _pinned_thread(pin_memory_loop, items: list, gap: float) -> dict:
                 if not thread.is_alive() and out_queue.empty():
                     break  # the loop is gone: nothing more will come
         done.set()
-        thread.join(1.0)  # a loop that polls every PIN_POLL seconds ends long before
+        thread.join(0.5)  # a loop that polls every PIN_POLL seconds ends long before
         stopped = not thread.is_alive()
     finally:
         done.set()

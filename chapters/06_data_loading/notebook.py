@@ -487,9 +487,9 @@ class SlowStart(Dataset):
         return i
 
 
-for in_order in (True, False):
-    loader = DataLoader(SlowStart(), batch_size=2, num_workers=2, in_order=in_order)
-    print(f"in_order={in_order!s:5}:", [b.tolist() for b in loader])
+for ordered in (True, False):  # (not `in_order`: that name is your function of exercise 06.5)
+    loader = DataLoader(SlowStart(), batch_size=2, num_workers=2, in_order=ordered)
+    print(f"in_order={ordered!s:5}:", [b.tolist() for b in loader])
 
 
 # %% [markdown] id="ex-06-5-task"
