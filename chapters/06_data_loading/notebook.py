@@ -968,6 +968,36 @@ class LoaderArgs:
 # %% id="ex-06-7-check" tags=["check", "nbval-check-output"] exercise="06.7" points=2
 check("06.7", LoaderArgs)
 
+# %% [markdown] id="ctor-torch-md"
+# With PyTorch installed, the next cell puts your class beside `torch.utils.data.DataLoader` on a few of the
+# cases above.
+
+# %% id="ctor-torch" grader_runs="torch = None  # `course grade` skips the optional comparison with PyTorch"
+try:
+    import torch
+except ImportError:
+    torch = None
+    print("torch is not installed: skipped (`make oracle` installs it)")
+if torch is not None:
+    from torch.utils.data import DataLoader as TorchDataLoader
+
+    def decision(make, **kwargs):
+        try:
+            loader = make(list(range(10)), **kwargs)
+        except ValueError as e:
+            return f"ValueError: {e}"
+        return (f"batch_size={loader.batch_size}, sampler {type(loader.sampler).__name__}, batch_sampler "
+                f"{type(loader.batch_sampler).__name__}, _auto_collation={loader._auto_collation}")
+
+    for kwargs in ({}, {"batch_size": None}, {"batch_size": None, "drop_last": True},
+                   {"shuffle": True, "sampler": [1, 2]}, {"batch_sampler": [[0, 1]], "batch_size": None},
+                   {"batch_sampler": [[0, 1]], "shuffle": False}):
+        try:
+            mine = decision(LoaderArgs, **kwargs)
+        except Exception as e:  # noqa: BLE001 - 06.7 not done yet, or not right yet
+            mine = f"{type(e).__name__}: {e}"
+        print(f"{kwargs}\n  LoaderArgs: {mine}\n  torch:      {decision(TorchDataLoader, **kwargs)}")
+
 # %% [markdown] id="pin-md"
 # > **In PyTorch:** `DataLoader.__init__` in `torch/utils/data/dataloader.py`, in this order; it also wraps
 # > `IterDataPipe`s, and its `__setattr__` refuses to change `batch_size`, `batch_sampler`, `sampler`,
