@@ -882,7 +882,8 @@ def _run_library_loader(batches: list, workers: int, prefetch: int, collate: str
     with warnings.catch_warnings():  # more workers than this machine's CPUs: a warning that says nothing here
         warnings.simplefilter("ignore")
         loader = D.DataLoader(_Slow((), bad), batch_sampler=batches, num_workers=workers,
-                              prefetch_factor=prefetch, collate_fn=_COLLATE_FNS[collate])
+                              prefetch_factor=prefetch, collate_fn=_COLLATE_FNS[collate],
+                              multiprocessing_context="fork")  # _Slow lives in a module a spawned child cannot import
         try:
             for batch in loader:
                 out.append(show(batch))
