@@ -1170,7 +1170,7 @@ check("06.8", pin_memory_loop)
 # > **In PyTorch:** `_pin_memory_loop` and `pin_memory` in `torch/utils/data/_utils/pin_memory.py` (it also
 # > skips pinning once `done_event` is set, and retries `out_queue.put` while the queue is full). The
 # > thread is started in `_MultiProcessingDataLoaderIter.__init__` (`torch/utils/data/dataloader.py`) with a
-# > plain `queue.Queue` as its `out_queue`, and `_SingleProcessDataLoaderIter._next_data` pins in place.
+# > plain `queue.Queue` as its `out_queue`; `_SingleProcessDataLoaderIter._next_data` pins in the calling thread.
 # > `Tensor.pin_memory()` allocates through the accelerator's caching host allocator
 # > (`at::getHostAllocator`, `cudaHostAlloc` for CUDA).
 #
