@@ -168,3 +168,22 @@ def test_task_text_names_every_forbidden_call(path):
                 if not re.search(rf"`[^`\n]*(?<!\w){re.escape(name)}(?!\w)[^`\n]*`", task):
                     missing.append(f"{ex}: {shown}")
     assert not missing, missing
+
+
+@params
+def test_demo_cells_do_not_rebind_solution_names(path):
+    """A demo cell that assigns a name a solution cell defines replaces the learner's answer when it is re-run
+    (and a later exercise that calls that answer then calls the demo's value)."""
+    sol, other = {}, []
+    for c in nbio.read(path).cells:
+        if c.cell_type != "code":
+            continue
+        tree = ast.parse(c.source)
+        tops = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        if nbio.is_solution(c):
+            sol.update(dict.fromkeys(tops, c.id))
+        else:
+            other.append((c.id, bound | tops))
+    hits = [(cid, n, sol[n]) for cid, names in other for n in sorted(names & set(sol))]
+    assert not hits, hits
