@@ -653,12 +653,27 @@ def _walks_twice_probe(random_walks, edge_index: np.ndarray, starts: np.ndarray,
     return [random_walks(edge_index, starts, length, np.random.default_rng(s)) for s in (seed, seed, seed + 1)]
 
 
+class _CountingGenerator(np.random.Generator):
+    """A numpy Generator (the same numbers as ``default_rng(seed)``) that counts the uses of its methods."""
+
+    def __init__(self, seed: int):
+        super().__init__(np.random.PCG64(seed))
+        object.__setattr__(self, "uses", 0)
+
+    def __getattribute__(self, name: str):
+        if not name.startswith("_") and name != "uses":
+            object.__setattr__(self, "uses", object.__getattribute__(self, "uses") + 1)
+        return super().__getattribute__(name)
+
+
 def _walk_stats_probe(random_walks, edge_index: np.ndarray, starts: np.ndarray, length: int, seed: int) -> dict:
-    """Probe: a summary of many walks: their type, dtype, shape, how often each node starts a walk, and the
-    count of steps u -> v for every pair of nodes (None if a node is out of range)."""
-    walks = random_walks(edge_index, starts, length, np.random.default_rng(seed))
+    """Probe: a summary of many walks: their type, dtype, shape, how often each node starts a walk, the
+    count of steps u -> v for every pair of nodes (None if a node is out of range), and how many times the
+    code used the generator's methods."""
+    rng = _CountingGenerator(seed)
+    walks = random_walks(edge_index, starts, length, rng)
     seen = {"type": type(walks).__name__, "dtype": str(getattr(walks, "dtype", "")),
-            "shape": tuple(int(s) for s in getattr(walks, "shape", ()))}
+            "shape": tuple(int(s) for s in getattr(walks, "shape", ())), "rng_uses": rng.uses}
     n = int(edge_index.max()) + 1
     if seen["type"] != "ndarray" or walks.ndim != 2 or walks.dtype.kind not in "iu":
         return seen
@@ -732,6 +747,9 @@ def _walk_stats_problem(got, edge_index: np.ndarray, starts: np.ndarray, length:
         return f"walks has dtype {got['dtype']}, expected int64"
     if got["shape"] != (len(starts), length):
         return f"walks has shape {got['shape']}, expected {(len(starts), length)}"
+    if got["rng_uses"] > 10 * length:
+        return (f"rng was used {got['rng_uses']:,} times for {len(starts):,} walks of {length} nodes: draw the "
+                "random numbers of one step for all walkers at once (no Python loop over the walkers)")
     if not np.array_equal(got["start_counts"], np.bincount(starts, minlength=n + 1)):
         return "walks[:, 0] is not starts"
     counts = got["transitions"]

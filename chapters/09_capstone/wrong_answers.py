@@ -220,6 +220,19 @@ def random_walks_one_step_too_many(edge_index, starts, length, rng):
     return np.stack(walks, 1)
 
 
+def random_walks_per_walker(edge_index, starts, length, rng):
+    """Right walks, one walker at a time: a Python loop over the walkers."""
+    n = int(max(edge_index.max(), starts.max())) + 1
+    targets, degree, offsets = _csr(edge_index, n)
+    walks = np.empty((len(starts), length), dtype=np.int64)
+    for i, v in enumerate(starts):
+        walks[i, 0] = v
+        for k in range(1, length):
+            v = targets[offsets[v] + rng.integers(degree[v])]
+            walks[i, k] = v
+    return walks
+
+
 def random_walks_library(edge_index, starts, length, rng):
     """Calls course_lib's graphs.random_walks, which the check forbids."""
     from course_lib.datasets import graphs
@@ -233,5 +246,6 @@ WRONG.update({
              propagate_float32, propagate_dense],
     "09.9": [mean_aggregate_include_self, mean_aggregate_sum, mean_aggregate_first_column, mean_aggregate_by_source],
     "09.10": [random_walks_jump, random_walks_unsorted, random_walks_first_neighbour, random_walks_biased,
-              random_walks_global_rng, random_walks_one_step_too_many, random_walks_library],
+              random_walks_global_rng, random_walks_one_step_too_many, random_walks_per_walker,
+              random_walks_library],
 })
