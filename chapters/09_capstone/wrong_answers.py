@@ -13,6 +13,220 @@ WRONG: dict = {}
 
 # ------------------------------------------------------------------ Part A
 
+# 09.1 run_epoch
+
+def _epoch(model, batches, loss_fn, optimizer, scheduler, *, set_mode=True, no_grad=True, weighted=True,
+           zero_grad=True, sched_per_batch=True):
+    train = optimizer is not None
+    if set_mode:
+        model.train(train)
+    elif train:
+        model.train()
+    total, correct, n, losses = 0.0, 0, 0, []
+    with cl.set_grad_enabled(train or not no_grad):
+        for x, y in batches:
+            out = model(x)
+            loss = loss_fn(out, y)
+            if train:
+                if zero_grad:
+                    optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                if scheduler is not None and sched_per_batch:
+                    scheduler.step()
+            total += loss.item() * len(y)
+            losses.append(loss.item())
+            correct += int((out.argmax(1) == y).sum())
+            n += len(y)
+    if train and scheduler is not None and not sched_per_batch:
+        scheduler.step()
+    return (total / n if weighted else float(np.mean(losses))), correct / n
+
+
+def run_epoch_never_eval(model, batches, loss_fn, optimizer=None, scheduler=None):
+    """Evaluates in training mode: dropout stays on and BatchNorm keeps updating its statistics."""
+    return _epoch(model, batches, loss_fn, optimizer, scheduler, set_mode=False)
+
+
+def run_epoch_records_graph(model, batches, loss_fn, optimizer=None, scheduler=None):
+    """Evaluates without no_grad: the forward passes record a graph."""
+    return _epoch(model, batches, loss_fn, optimizer, scheduler, no_grad=False)
+
+
+def run_epoch_mean_of_batches(model, batches, loss_fn, optimizer=None, scheduler=None):
+    """Averages the batch losses without weighting them by the batch sizes."""
+    return _epoch(model, batches, loss_fn, optimizer, scheduler, weighted=False)
+
+
+def run_epoch_no_zero_grad(model, batches, loss_fn, optimizer=None, scheduler=None):
+    """Never zeroes the gradients: each step uses the sum of all the gradients so far."""
+    return _epoch(model, batches, loss_fn, optimizer, scheduler, zero_grad=False)
+
+
+def run_epoch_scheduler_per_epoch(model, batches, loss_fn, optimizer=None, scheduler=None):
+    """Steps the one-cycle schedule once per epoch instead of once per batch."""
+    return _epoch(model, batches, loss_fn, optimizer, scheduler, sched_per_batch=False)
+
+
+# 09.2 Checkpointer
+
+class CheckpointerNoRNG:
+    """Saves everything but the generator's state: the resumed run's augmentation noise differs."""
+
+    skip: tuple = ("rng",)
+
+    def __init__(self, path):
+        self.path = path
+
+    def save(self, model, optimizer, scheduler, epoch, batch):
+        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                 "scheduler": scheduler.state_dict(), "rng": cl.get_rng_state(), "epoch": epoch, "batch": batch}
+        cl.save({k: v for k, v in state.items() if k not in self.skip}, self.path)
+
+    def load(self, model, optimizer, scheduler):
+        ckpt = cl.load(self.path)
+        model.load_state_dict(ckpt["model"])
+        if "optimizer" in ckpt:
+            optimizer.load_state_dict(ckpt["optimizer"])
+        if "scheduler" in ckpt:
+            scheduler.load_state_dict(ckpt["scheduler"])
+        if "rng" in ckpt:
+            cl.set_rng_state(ckpt["rng"])
+        return ckpt["epoch"], ckpt.get("batch", 0)
+
+
+class CheckpointerNoOptimizer(CheckpointerNoRNG):
+    """Forgets the optimizer: the momentum buffers start from zero again."""
+
+    skip = ("optimizer",)
+
+
+class CheckpointerNoScheduler(CheckpointerNoRNG):
+    """Forgets the schedule: the learning rate restarts at the beginning of the cycle."""
+
+    skip = ("scheduler",)
+
+
+class CheckpointerEpochStart(CheckpointerNoRNG):
+    """Forgets the batch: resumes at the start of the saved epoch, repeating its first batches."""
+
+    skip = ("batch",)
+
+
+# 09.3 freeze_and_replace_head
+
+def replace_head_only(model, num_classes):
+    """Replaces the head but freezes nothing: the whole network trains."""
+    model.fc = cl.nn.Linear(model.fc.in_features, num_classes)
+    return model.fc
+
+
+def freeze_after_replacing(model, num_classes):
+    """Freezes after replacing the head: the new head is frozen too and nothing can train."""
+    model.fc = cl.nn.Linear(model.fc.in_features, num_classes)
+    model.requires_grad_(False)
+    return model.fc
+
+
+def replace_head_resnet18_width(model, num_classes):
+    """Assumes ResNet-18's 512 features instead of reading model.fc.in_features."""
+    model.requires_grad_(False)
+    model.fc = cl.nn.Linear(512, num_classes)
+    return model.fc
+
+
+def freeze_head_weights_only(model, num_classes):
+    """Freezes only the weights (parameters named ...weight): the backbone's BatchNorm biases still train."""
+    for name, p in model.named_parameters():
+        if name.endswith("weight"):
+            p.requires_grad_(False)
+    model.fc = cl.nn.Linear(model.fc.in_features, num_classes)
+    return model.fc
+
+
+# 09.4 scaler_step
+
+def _scaler(optimizer, scale, tracker, growth, backoff, interval, *, step_anyway=False, unscale_on_inf=True,
+            early=False, reset_on_backoff=True, keep_inf=False):
+    inv = np.float32(1.0 / np.float64(scale))
+    grads = [p.grad for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+    found = any(not bool(cl.isfinite(g).all()) for g in grads)
+    if unscale_on_inf or not found:
+        with cl.no_grad():
+            for g in grads:
+                g.mul_(float(inv))
+    if step_anyway or not found:
+        optimizer.step()
+    if found:
+        scale = scale * backoff
+        tracker = 0 if reset_on_backoff else tracker
+    else:
+        tracker += 1
+        if tracker >= interval - (1 if early else 0):
+            with np.errstate(over="ignore"):
+                grown = float(np.float32(scale * growth))
+            if keep_inf or np.isfinite(grown):
+                scale = grown
+            tracker = 0
+    return float(np.float32(scale)), tracker, step_anyway or not found
+
+
+def scaler_step_steps_on_inf(optimizer, scale, growth_tracker, growth_factor=2.0, backoff_factor=0.5,
+                             growth_interval=2000):
+    """Steps even when a gradient overflowed (and reports it stepped)."""
+    return _scaler(optimizer, scale, growth_tracker, growth_factor, backoff_factor, growth_interval, step_anyway=True)
+
+
+def scaler_step_no_unscale_on_inf(optimizer, scale, growth_tracker, growth_factor=2.0, backoff_factor=0.5,
+                                  growth_interval=2000):
+    """Leaves the gradients scaled when it skips the step (GradScaler unscales them in any case)."""
+    return _scaler(optimizer, scale, growth_tracker, growth_factor, backoff_factor, growth_interval,
+                   unscale_on_inf=False)
+
+
+def scaler_step_grows_early(optimizer, scale, growth_tracker, growth_factor=2.0, backoff_factor=0.5,
+                            growth_interval=2000):
+    """Grows the scale one step too early (tracker + 1 >= growth_interval - 1)."""
+    return _scaler(optimizer, scale, growth_tracker, growth_factor, backoff_factor, growth_interval, early=True)
+
+
+def scaler_step_keeps_tracker(optimizer, scale, growth_tracker, growth_factor=2.0, backoff_factor=0.5,
+                              growth_interval=2000):
+    """Backs off without resetting the growth tracker."""
+    return _scaler(optimizer, scale, growth_tracker, growth_factor, backoff_factor, growth_interval,
+                   reset_on_backoff=False)
+
+
+def scaler_step_grows_to_inf(optimizer, scale, growth_tracker, growth_factor=2.0, backoff_factor=0.5,
+                             growth_interval=2000):
+    """Grows the scale even when it overflows float32 to inf."""
+    return _scaler(optimizer, scale, growth_tracker, growth_factor, backoff_factor, growth_interval, keep_inf=True)
+
+
+def scaler_step_calls_gradscaler(optimizer, scale, growth_tracker, growth_factor=2.0, backoff_factor=0.5,
+                                 growth_interval=2000):
+    """Asks course_lib's GradScaler, which the task forbids."""
+    scaler = cl.amp.GradScaler("cpu", init_scale=scale, growth_factor=growth_factor, backoff_factor=backoff_factor,
+                               growth_interval=growth_interval)
+    scaler.scale(cl.ones(()))
+    scaler._growth_tracker = growth_tracker
+    found = any(not bool(cl.isfinite(p.grad).all()) for g in optimizer.param_groups for p in g["params"]
+                if p.grad is not None)
+    scaler.step(optimizer)
+    scaler.update()
+    return scaler.get_scale(), scaler._get_growth_tracker(), not found
+
+
+WRONG.update({
+    "09.1": [run_epoch_never_eval, run_epoch_records_graph, run_epoch_mean_of_batches, run_epoch_no_zero_grad,
+             run_epoch_scheduler_per_epoch],
+    "09.2": [CheckpointerNoRNG, CheckpointerNoOptimizer, CheckpointerNoScheduler, CheckpointerEpochStart],
+    "09.3": [replace_head_only, freeze_after_replacing, replace_head_resnet18_width, freeze_head_weights_only],
+    "09.4": [scaler_step_steps_on_inf, scaler_step_no_unscale_on_inf, scaler_step_grows_early,
+             scaler_step_keeps_tracker, scaler_step_grows_to_inf, scaler_step_calls_gradscaler],
+})
+
+
 # ------------------------------------------------------------------ Part B
 
 # 09.7 gcn_norm
