@@ -42,6 +42,7 @@ from tqdm.auto import tqdm
 
 import course_lib as cl
 from course import check
+from course.checks import chapter_checks
 from course_lib import nn
 from course_lib.datasets import PATTERN_CLASSES, Patterns, graphs
 from course_lib.models.resnet import BasicBlock, ResNet
@@ -71,7 +72,7 @@ from course_lib.utils.data import DataLoader, Sampler
 # `(N, 32, 32, 3)` uint8 array, with the labels in `targets`. We use 16,000 training images and 4,000 test
 # images made from another seed.
 
-# %% id="data" grader_runs="EPOCHS, BATCH = 1, 32; train_set = Patterns(64, seed=0); test_set = Patterns(32, seed=1)"
+# %% id="data" tags=["long"] grader_runs="EPOCHS, BATCH = 1, 32; train_set = Patterns(64, seed=0); test_set = Patterns(32, seed=1)"
 EPOCHS, BATCH = 4, 128
 start = time.perf_counter()
 train_set = Patterns(16000, seed=0)
@@ -318,6 +319,23 @@ check("09.2", Checkpointer)
 # are the ones the uninterrupted run has. A.5 checks exactly that.
 
 # %% id="fit"
+# Your run_epoch (09.1) and Checkpointer (09.2) if they are done, else the references in this chapter's checks.
+try:
+    run_epoch(nn.Linear(1, 2), [(cl.zeros(1, 1), cl.zeros(1, dtype=cl.int64))], nn.CrossEntropyLoss())
+    epoch_fn = run_epoch
+except NotImplementedError:
+    print("09.1 run_epoch is not done yet: the cells below use the reference in chapter 09's checks")
+    epoch_fn = chapter_checks("09").reference_run_epoch
+Checkpointing = Checkpointer
+try:
+    Checkpointer(os.path.join(tempfile.mkdtemp(), "missing.ckpt")).load(None, None, None)
+except NotImplementedError:
+    print("09.2 Checkpointer is not done yet: the cells below use the reference in chapter 09's checks")
+    Checkpointing = chapter_checks("09").ReferenceCheckpointer
+except Exception:  # noqa: BLE001 - a finished load fails here: the file does not exist
+    pass
+
+
 def make_run(steps_per_epoch: int, epochs: int):
     """A fresh model, optimizer and schedule, always the same for the same seed."""
     cl.manual_seed(0)
@@ -334,7 +352,7 @@ def fit(path, epochs=EPOCHS, save_every=25, stop_after=None, live=True):
     """
     steps = len(train_set) // BATCH
     net, opt, sched = make_run(steps, epochs)
-    ckpt = Checkpointer(path)
+    ckpt = Checkpointing(path)
     epoch, batch = ckpt.load(net, opt, sched) if os.path.exists(path) else (0, 0)
     loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)
     history = {"step_loss": [], "train_loss": [], "test_loss": [], "test_acc": []}
@@ -362,7 +380,7 @@ def fit(path, epochs=EPOCHS, save_every=25, stop_after=None, live=True):
                 bar.close()
                 return net, history
         epoch, batch = epoch + 1, 0
-        test_loss, test_acc = run_epoch(net, test_loader, loss_fn)
+        test_loss, test_acc = epoch_fn(net, test_loader, loss_fn)
         ckpt.save(net, opt, sched, epoch, batch)          # after the evaluation: the next step comes next
         history["train_loss"].append(float(np.mean(history["step_loss"][-steps:])))
         history["test_loss"].append(test_loss)
@@ -394,7 +412,7 @@ class LiveCurves:
         if self.handle is not None:
             self.handle.update(self.fig)
 
-# %% id="train" grader_runs="CKPT = os.path.join(tempfile.mkdtemp(), 'capstone_resnet.ckpt'); model, history = fit(CKPT, live=False)  # `course grade` trains on 64 images for one epoch"
+# %% id="train" tags=["long"] grader_runs="CKPT = os.path.join(tempfile.mkdtemp(), 'capstone_resnet.ckpt'); model, history = fit(CKPT, live=False)  # `course grade` trains on 64 images for one epoch"
 CKPT = os.path.join(tempfile.gettempdir(), "capstone_resnet.ckpt")
 start = time.perf_counter()
 model, history = fit(CKPT)
@@ -417,7 +435,7 @@ print(f"{EPOCHS} epochs in {train_time:.0f} s ({train_time / EPOCHS:.1f} s per e
 # uninterrupted run's, bit for bit. (tests/test_capstone_resume.py does the same with a DataLoader worker
 # process killed by `SIGKILL`.)
 
-# %% id="resume" grader_runs="print('`course grade` skips the demonstration')"
+# %% id="resume" tags=["long"] grader_runs="print('`course grade` skips the demonstration')"
 full_set = train_set
 train_set = cl.utils.data.Subset(full_set, range(2560))
 sampler = EpochSampler(len(train_set), seed=0)
@@ -524,7 +542,7 @@ def freeze_and_replace_head(model, num_classes):
 # %% id="ex-09-3-check" tags=["check", "nbval-check-output"] exercise="09.3" points=2
 check("09.3", freeze_and_replace_head)
 
-# %% id="finetune" grader_runs="print('`course grade` skips the comparison')"
+# %% id="finetune" tags=["long"] grader_runs="print('`course grade` skips the comparison')"
 def shape_of(label):
     return label // 2
 
@@ -546,13 +564,19 @@ def train_few(net, params, frozen: bool, epochs: int = 30):
         opt.zero_grad()
         loss.backward()
         opt.step()
-    return run_epoch(net, shape_test, loss_fn)[1], time.perf_counter() - start
+    return epoch_fn(net, shape_test, loss_fn)[1], time.perf_counter() - start
 
 
 pretrained = make_model()
 pretrained.load_state_dict(cl.load(CKPT)["model"])
+try:
+    freeze_and_replace_head(make_model(), 5)
+    replace_head = freeze_and_replace_head
+except NotImplementedError:
+    print("09.3 freeze_and_replace_head is not done yet: using the reference in chapter 09's checks")
+    replace_head = chapter_checks("09").reference_freeze_and_replace_head
 cl.manual_seed(1)
-head = freeze_and_replace_head(pretrained, 5)
+head = replace_head(pretrained, 5)
 acc_ft, t_ft = train_few(pretrained, head.parameters(), frozen=True)
 cl.manual_seed(1)
 scratch = make_model(num_classes=5)
@@ -640,7 +664,7 @@ check("09.4", scaler_step)
 # `course_lib.memory.memory_allocated()` counts the bytes course_lib's tensors hold; read after the forward
 # pass, minus what was there before, it is the memory the step keeps for backward.
 
-# %% id="amp-measure" grader_runs="print('`course grade` skips the measurement')"
+# %% id="amp-measure" tags=["long"] grader_runs="print('`course grade` skips the measurement')"
 def one_step(mode: str, batch: int = 64):
     cl.manual_seed(0)
     net = make_model()
@@ -689,7 +713,7 @@ for mode in ("float32", "autocast float16", "checkpointing"):
 # measures what that buys here: the time of the first step (capture and code generation), then the time of an
 # epoch of 16,000 images and the test accuracy after two epochs, with the same seeds.
 
-# %% id="compile-table" grader_runs="print('`course grade` skips the measurement')"
+# %% id="compile-table" tags=["long"] grader_runs="print('`course grade` skips the measurement')"
 def timed_run(compiled: bool, epochs: int = 2):
     steps = len(train_set) // BATCH
     net, opt, sched = make_run(steps, epochs)
@@ -710,7 +734,7 @@ def timed_run(compiled: bool, epochs: int = 2):
             sched.step()
             first = time.perf_counter() - t if first is None else first
         epoch_times.append(time.perf_counter() - start)
-    return first, epoch_times, run_epoch(net, test_loader, loss_fn)[1]
+    return first, epoch_times, epoch_fn(net, test_loader, loss_fn)[1]
 
 
 print(f"{'':10}{'first step':>12}{'epoch 1':>10}{'epoch 2':>10}{'test accuracy':>15}")
