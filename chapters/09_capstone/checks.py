@@ -687,9 +687,6 @@ def _walks_probe(random_walks, edge_index: np.ndarray, starts: np.ndarray, lengt
     return random_walks(edge_index, starts, length, np.random.default_rng(seed))
 
 
-def _walks_twice_probe(random_walks, edge_index: np.ndarray, starts: np.ndarray, length: int, seed: int) -> list:
-    """Probe: walks with seed, seed again, and seed + 1."""
-    return [random_walks(edge_index, starts, length, np.random.default_rng(s)) for s in (seed, seed, seed + 1)]
 
 
 class _CountingGenerator(np.random.Generator):
@@ -703,6 +700,16 @@ class _CountingGenerator(np.random.Generator):
         if not name.startswith("_") and name != "uses":
             object.__setattr__(self, "uses", object.__getattribute__(self, "uses") + 1)
         return super().__getattribute__(name)
+
+
+def _walks_twice_probe(random_walks, edge_index: np.ndarray, starts: np.ndarray, length: int, seed: int) -> list:
+    """Probe: walks with seed, seed again, and seed + 1, and how many times each run used its generator."""
+    runs = []
+    for s in (seed, seed, seed + 1):
+        rng = _CountingGenerator(s)
+        runs.append(random_walks(edge_index, starts, length, rng))
+        runs.append(rng.uses)
+    return runs
 
 
 def _walk_stats_probe(random_walks, edge_index: np.ndarray, starts: np.ndarray, length: int, seed: int) -> dict:
@@ -750,6 +757,11 @@ def _walk_problem(walks, edge_index: np.ndarray, starts: np.ndarray, length: int
     return None
 
 
+def _too_many_uses(uses: int, walkers: int, length: int) -> str:
+    return (f"rng was used {uses:,} times for {walkers:,} walks of {length} nodes: draw the random numbers of "
+            "one step for all walkers at once (no Python loop over the walkers)")
+
+
 def _walks_compare(edge_index: np.ndarray, starts: np.ndarray, length: int):
     def compare(got, expected) -> bool | str:
         return _walk_problem(got, edge_index, starts, length) or True
@@ -758,15 +770,18 @@ def _walks_compare(edge_index: np.ndarray, starts: np.ndarray, length: int):
 
 def _walks_twice_compare(edge_index: np.ndarray, starts: np.ndarray, length: int):
     def compare(got, expected) -> bool | str:
-        if not isinstance(got, list) or len(got) != 3:
+        if not isinstance(got, list) or len(got) != 6:
             return "the probe saw no walks"
-        for w in got:
+        walks, uses = got[0::2], got[1::2]
+        for w in walks:
             problem = _walk_problem(w, edge_index, starts, length)
             if problem:
                 return problem
-        if not np.array_equal(got[0], got[1]):
+        if max(uses) > 10 * length:
+            return _too_many_uses(max(uses), len(starts), length)
+        if not np.array_equal(walks[0], walks[1]):
             return "two generators seeded alike gave different walks: draw every random number from rng"
-        if np.array_equal(got[0], got[2]):
+        if np.array_equal(walks[0], walks[2]):
             return "generators with different seeds gave the same walks: the steps must be drawn from rng"
         return True
     return compare
@@ -787,8 +802,7 @@ def _walk_stats_problem(got, edge_index: np.ndarray, starts: np.ndarray, length:
     if got["shape"] != (len(starts), length):
         return f"walks has shape {got['shape']}, expected {(len(starts), length)}"
     if got["rng_uses"] > 10 * length:
-        return (f"rng was used {got['rng_uses']:,} times for {len(starts):,} walks of {length} nodes: draw the "
-                "random numbers of one step for all walkers at once (no Python loop over the walkers)")
+        return _too_many_uses(got["rng_uses"], len(starts), length)
     if not np.array_equal(got["start_counts"], np.bincount(starts, minlength=n + 1)):
         return "walks[:, 0] is not starts"
     counts = got["transitions"]
@@ -855,10 +869,11 @@ def _random_walks(rng):
                          compare=_walks_compare(ei, starts, length), label=text))
     starts = np.tile(np.arange(9), 200)
     out.append(probe(_walks_twice_probe, graph, starts, 6, int(rng.integers(0, 1000)),
-                     expected="valid walks; the same seed gives the same walks, another seed other walks",
+                     expected="valid walks, a few uses of rng per step; the same seed gives the same walks, "
+                              "another seed other walks",
                      compare=_walks_twice_compare(graph, starts, 6),
                      label=f"random_walks({_edges_text(graph, 'np.array')}, 1,800 starts, length=6, rng) with rng "
-                           "seeded s, s and s + 1"))
+                           "seeded s, s and s + 1 (and how often is rng used?)"))
     starts = np.tile(np.arange(9), 40_000 // 9)
     out.append(probe(_walk_stats_probe, graph, starts, 6, int(rng.integers(0, 1000)),
                      expected="from each node, every neighbour taken about equally often",
