@@ -83,6 +83,8 @@ def _parser() -> argparse.ArgumentParser:
                                    "of check cells only; fail if any cell raises.")
     e.add_argument("notebooks", nargs="+")
     e.add_argument("--timeout", type=int, default=600, help="seconds a cell may run (default 600)")
+    e.add_argument("--short", action="store_true",
+                   help="cells tagged long (full training runs) run their shorter grader_runs= version")
 
     b = sub.add_parser("build", help="(authors) build solutions/ from the chapter sources in chapters/",
                        description="Write each chapters/NN_name/notebook.py as solutions/NN_name.ipynb, keeping "
@@ -110,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "execute":
             from .execute import main as execute_main
 
-            return execute_main(args.notebooks, args.timeout)
+            return execute_main(args.notebooks, args.timeout, args.short)
         if args.command == "build":
             return _build(args)
         if args.command == "release":
