@@ -823,26 +823,26 @@ if torch is not None:
 # %% [markdown] id="part-a-after"
 # ### What Part A measured
 #
-# One run of this notebook on 2 CPU cores, shared with other work (load average about 3), one BLAS thread:
+# A run of this notebook top to bottom on 2 CPU cores shared with other work (load average 3 to 4), one BLAS
+# thread; every number but the times is the same on every run (everything is seeded):
 #
 # | | |
 # |---|---|
-# | data: 16,000 + 4,000 images made | 4.8 s |
-# | training, 4 epochs of 125 steps (batch 128), with a test-set evaluation after each | 216 s (54 s per epoch) |
-# | test accuracy after epochs 1 to 4 | 87.8%, 95.6%, 99.1%, **99.4%** |
+# | data: 16,000 + 4,000 images made | 2 to 5 s |
+# | training, 4 epochs of 125 steps (batch 128), with a test-set evaluation after each | 172 s (43 s per epoch) |
+# | test accuracy after epochs 1 to 4 | 87.8%, 95.5%, 98.5%, **99.45%** |
 # | fine-tuning on 100 images (5 shapes): frozen pretrained backbone + new head / from scratch | 99.8% / 25.9% |
 # | one step, 64 images, kept for backward: float32 / autocast float16 / checkpointing | 4.9 MB / 3.7 MB / 1.1 MB |
-# | the same step's time: float32 / autocast float16 / checkpointing | 0.17 s / 4.3 s / 0.11 s |
-# | PyTorch with the shipped weights: predictions identical / largest logit difference | 4,000 of 4,000 / 6e-6 |
+# | the same step's time: float32 / autocast float16 / checkpointing | 0.2 s / 4.6 s / 0.2 s |
+# | PyTorch with the shipped weights: identical predictions / largest logit difference | 4,000 of 4,000 / 4e-6 |
+# | the whole of Part A | 9 minutes |
 #
-# Compiled or not (2 epochs, the same seeds):
+# Compiled or not (2 epochs, the same seeds), in two runs on the shared machine:
 #
 # | | first step | epoch 1 | epoch 2 | test accuracy |
 # |---|---|---|---|---|
-# | eager | 0.3 s | 28 s | 35 s | 96.3% |
-# | `cl.compile(model, backend="inductor")` | 12.6 s | 47 s | 36 s | 96.3% |
-#
-# On an idle machine an epoch takes about 30 s: the whole training run about two and a half minutes.
+# | eager | 0.3 s / 0.7 s | 28 s / 54 s | 35 s / 53 s | 96.3% |
+# | `cl.compile(model, backend="inductor")` | 12.6 s / 21.4 s | 47 s / 94 s | 36 s / 51 s | 96.3% |
 
 # %% [markdown] id="part-b"
 # ## Part B · Learning on graphs
