@@ -98,7 +98,10 @@ plt.show()
 # - **Collation in the workers.** `to_batch` stacks a list of `(image, label)` samples, converts the uint8
 #   pixels to float32 and normalises each channel to mean 0 and standard deviation 1 (statistics of the
 #   training set). It runs in the `DataLoader`'s worker process, and the batch comes back to the training
-#   process through shared memory (chapter 06), so the conversion overlaps with the training step.
+#   process through shared memory (chapter 06), so the conversion overlaps with the training step. One worker
+#   is enough here: it converts a batch in milliseconds while a training step takes a quarter of a second, and
+#   on two cores a second worker would only take time from the training process. Heavier decoding (JPEG files)
+#   or more cores call for more workers.
 # - **A sampler with an epoch number.** `EpochSampler` shuffles with a generator seeded from `(seed, epoch)`,
 #   the scheme of PyTorch's `DistributedSampler.set_epoch`: the order of any epoch can be made again from two
 #   integers, and `set_epoch(epoch, start=k)` starts it at sample `k`. That is what lets a run stopped in the
