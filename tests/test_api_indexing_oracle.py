@@ -250,3 +250,49 @@ def test_graph_message_passing_trains():
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < losses[0]
+
+
+def _outcome(fn):
+    try:
+        out = fn()
+    except (IndexError, RuntimeError) as e:
+        return type(e).__name__, str(e)
+    return out.dtype, out.tolist()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_index_add_and_scatter_reductions_on_random_shapes(seed):
+    """index_add (any alpha, bad indices included: PyTorch's CPU kernel raises IndexError or scatter's
+    RuntimeError depending on alpha and the dim), scatter_add and scatter_reduce on random shapes, dims and
+    dtypes: the same values and the same errors as torch (the flat-index fast path of the kernels included)."""
+    rng = np.random.default_rng(seed)
+    for trial in range(30):
+        nd = int(rng.integers(1, 4))
+        shape = tuple(int(s) for s in rng.integers(1, 5, nd))
+        d = int(rng.integers(0, nd))
+        k = int(rng.integers(0, 6))
+        idx = rng.integers(-1 if trial % 5 == 0 else 0, shape[d] + (trial % 7 == 0), k)
+        src_shape = list(shape)
+        src_shape[d] = k
+        index = rng.integers(0, shape[d], tuple(int(rng.integers(1, m + 1)) for m in shape))
+        alpha = 1 if trial % 2 else 2
+        for dt in (np.float32, np.int64):
+            x = (rng.standard_normal(shape) * 5).astype(dt)
+            s = (rng.standard_normal(src_shape) * 5).astype(dt)
+            src = (rng.standard_normal(shape) * 5).astype(dt)
+            runs = {"index_add": lambda L: L.from_numpy(x).index_add(d, L.from_numpy(idx), L.from_numpy(s),
+                                                                     alpha=alpha),
+                    "scatter_add": lambda L: L.from_numpy(x).scatter_add(d, L.from_numpy(index), L.from_numpy(src))}
+            for red in ("sum", "mean", "amax", "prod"):
+                for inc in (True, False):
+                    runs[f"{red} {inc}"] = (lambda L, red=red, inc=inc: L.from_numpy(x).scatter_reduce(
+                        d, L.from_numpy(index), L.from_numpy(src), red, include_self=inc))
+            for name, run in runs.items():
+                got, want = _outcome(lambda: run(cl)), _outcome(lambda: run(torch))
+                where = (name, shape, d, idx.tolist(), alpha, dt.__name__)
+                if isinstance(want[0], str):
+                    assert got == want, where
+                else:
+                    assert str(got[0]).rsplit(".", 1)[-1] == str(want[0]).rsplit(".", 1)[-1], where
+                    np.testing.assert_allclose(np.array(got[1], dtype=float), np.array(want[1], dtype=float),
+                                               rtol=1e-5, atol=1e-4, err_msg=str(where))

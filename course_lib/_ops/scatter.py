@@ -85,6 +85,23 @@ def _src_values(src, index):
     return a[tuple(slice(0, s) for s in index._shape)]
 
 
+def _ufunc_at(ufunc, out: np.ndarray, grid: tuple, values) -> None:
+    """``ufunc.at(out, grid, values)`` for a grid of one index array per axis, through flat indices when
+    ``out`` is C-contiguous: numpy's fast path for one index array is several times faster than a tuple of
+    broadcast index arrays, and it visits the elements in the same order, so the result is the same bit for
+    bit."""
+    if (not out.flags.c_contiguous or len(grid) != out.ndim
+            or not all(isinstance(g, np.ndarray) for g in grid)):
+        ufunc.at(out, grid, values)
+        return
+    lin = grid[0] * (out.strides[0] // out.itemsize)
+    for k in range(1, out.ndim):
+        lin = lin + grid[k] * (out.strides[k] // out.itemsize)
+    values = np.asarray(values)
+    shape = np.broadcast_shapes(lin.shape, values.shape)
+    ufunc.at(out.reshape(-1), np.broadcast_to(lin, shape).reshape(-1), np.broadcast_to(values, shape).reshape(-1))
+
+
 def _scatter_into(out: np.ndarray, self, d: int, index, values, ufunc=None) -> None:
     """Write (or accumulate with ``ufunc``) ``values`` into ``out`` at ``index`` along ``d``."""
     grid = _scatter_grid(self, d, index)
@@ -101,7 +118,7 @@ def _scatter_into(out: np.ndarray, self, d: int, index, values, ufunc=None) -> N
     if ufunc is None:
         out[grid] = values
     else:
-        ufunc.at(out, grid, values)
+        _ufunc_at(ufunc, out, grid, values)
 
 
 def _same_meta(self, *args, **kwargs):
@@ -253,8 +270,13 @@ def index_add(self, dim, index, source, alpha=1):
     idx = index._np().astype(np.intp, copy=False).reshape(-1)
     n = _size(self, d)
     if idx.size:
-        bad = (idx < -n) | (idx >= n)
+        bad = (idx < 0) | (idx >= n)        # PyTorch refuses negative indices here
         if bad.any():
+            # PyTorch's CPU kernel, as observed in 2.13.0: alpha 1 along the first or last of 2 or more dims
+            # goes through scatter (its message), anything else through a loop over the indices (IndexError)
+            nd = len(self._shape)
+            if nd <= 1 or alpha != 1 or d not in (0, nd - 1):
+                raise IndexError("index out of range in self")
             raise RuntimeError(f"index {int(idx[bad][0])} is out of bounds for dimension {d} with size {n}")
     src = source._np()
     if alpha != 1:
@@ -262,7 +284,13 @@ def index_add(self, dim, index, source, alpha=1):
     if not self._shape:
         np.add.at(out.reshape(1), idx, src.reshape(-1))
     else:
-        np.add.at(out, (slice(None),) * d + (idx,), src.reshape(source._shape if source._shape else (1,)))
+        src = src.reshape(source._shape if source._shape else (1,))
+        grid = list(np.indices(src.shape, sparse=True)) if src.ndim == out.ndim else None
+        if grid is not None:
+            grid[d] = idx.reshape(tuple(-1 if k == d else 1 for k in range(out.ndim)))
+            _ufunc_at(np.add, out, tuple(grid), src)
+        else:
+            np.add.at(out, (slice(None),) * d + (idx,), src)
     return wrap(out, self.dtype)
 
 
