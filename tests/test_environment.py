@@ -144,7 +144,7 @@ def test_installed_environment_satisfies_the_pyprojects(pip_requirements):
 def test_course_lib_depends_on_numpy_only(library, tools):
     """The library installs numpy and nothing else; the course's tools need it with its viz extra."""
     assert [_split(r)[0] for r in library["dependencies"]] == ["numpy"]
-    assert sorted(_split(r)[0] for r in library["optional-dependencies"]["viz"]) == ["ipywidgets", "matplotlib"]
+    assert sorted(_split(r)[0] for r in library["optional-dependencies"]["viz"]) == ["ipywidgets", "matplotlib", "tqdm"]
     assert "course_lib[viz]" in tools["dependencies"]
     assert "scripts" not in library and tools["scripts"] == {"course": "course.cli:main"}
     # the installed distribution's metadata says the same (reinstall with `make` if this fails)
