@@ -73,6 +73,7 @@ doctor.run()
 # | 06 Data loading | `Dataset`, samplers, `collate`, a multi-process `DataLoader` | `torch/utils/data/dataloader.py` |
 # | 07 Serialization | `save`/`load` of tensors that share storage | `torch/serialization.py` |
 # | 08 Compile | graph capture with breaks and guards, the backward's min-cut, fused kernels | `torch/_dynamo/`, `torch/_inductor/` |
+# | 09 Capstone | a ResNet trained, resumed, fine-tuned, compiled and shipped; learning on graphs with scatter and gather | `torchvision/models/resnet.py`, `torch/amp/`, `aten/src/ATen/native/TensorAdvancedIndexing.cpp` |
 #
 # All of it hangs on one idea, which is PyTorch's own: **every operation takes the same path**. A call
 # such as `x.add(y)` is looked up in an op registry and handed to a dispatcher, which tries a few

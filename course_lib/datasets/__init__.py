@@ -9,6 +9,9 @@ CPU-expensive with ``work``) and tables (``SyntheticTabular``), for chapter 06.
 ``patterns``: 32x32 colour images of five shapes, solid or striped (10 classes,
 ``Patterns``, shaped like torchvision's ``CIFAR10``), for the capstone (chapter 09).
 
+``graphs``: stochastic block model graphs as edge lists, and the graph operations of
+chapter 09 (``gcn_norm``, ``propagate``, ``mean_aggregate``, ``random_walks``).
+
 ``mnist``: MNIST and Fashion-MNIST read from their IDX files (``read_idx``,
 ``write_idx``); ``transforms``: ``Compose``, ``ToTensor``, ``Normalize``,
 ``RandomCrop``, ``RandomHorizontalFlip`` (torchvision's names).
