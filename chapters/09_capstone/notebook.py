@@ -34,8 +34,6 @@ import os
 import tempfile
 import time
 
-import matplotlib
-import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 from tqdm.auto import tqdm
@@ -81,6 +79,8 @@ print(f"made {len(train_set)} + {len(test_set)} images in {time.perf_counter() -
       "data:", train_set.data.shape, train_set.data.dtype)
 
 # %% id="data-figure" grader_runs="print('`course grade` skips the figure')"
+import matplotlib.pyplot as plt
+
 fig, axes = plt.subplots(3, 10, figsize=(12, 4))
 for c, name in enumerate(PATTERN_CLASSES):
     for row, i in enumerate(np.flatnonzero(np.array(train_set.targets) == c)[:3]):
@@ -397,6 +397,8 @@ class LiveCurves:
     """Loss and accuracy per epoch, one figure redrawn in place (a static image outside Jupyter)."""
 
     def __init__(self, epochs):
+        import matplotlib.pyplot as plt   # here, not in the setup cell: `course grade` never draws
+
         self.fig, (self.ax_loss, self.ax_acc) = plt.subplots(1, 2, figsize=(10, 3.2))
         self.epochs = epochs
         self.handle = display(self.fig, display_id=True)
@@ -478,6 +480,9 @@ np.add.at(confusion, (true, pred), 1)
 print(f"test accuracy {np.mean(pred == true):.4f}; {np.sum(pred != true)} mistakes out of {len(true)}")
 
 # %% id="eval-figure" grader_runs="print('`course grade` skips the figures')"
+import matplotlib
+import matplotlib.pyplot as plt
+
 fig, ax = plt.subplots(figsize=(6.5, 5.5))
 im = ax.imshow(confusion, cmap="Blues", norm=matplotlib.colors.LogNorm(vmin=1, vmax=max(confusion.max(), 2)))
 for i, j in zip(*np.nonzero(confusion)):
@@ -973,6 +978,8 @@ print(f"{len(train_idx)} labelled nodes, {len(test_idx)} to classify")
 # a signal by up to 2¹⁰; the renormalised one can only shrink it.
 
 # %% id="laplacian-demo" grader_runs="print('`course grade` skips this demonstration')"
+import matplotlib.pyplot as plt
+
 small = graphs.stochastic_block_model((20, 20, 20), p_in=0.4, p_out=0.02, num_features=3, seed=2)
 n = small.num_nodes
 A = np.zeros((n, n))
@@ -1242,6 +1249,8 @@ print(f"GraphSAGE test accuracy {curves['GraphSAGE (mean)'][-1]:.1%}   "
       f"({EPOCHS} epochs in {time.perf_counter() - start:.1f} s)")
 
 # %% id="accuracy-figure" grader_runs="print('`course grade` skips the figure')"
+import matplotlib.pyplot as plt
+
 fig, ax = plt.subplots(figsize=(7, 3.5))
 for name, acc in curves.items():
     ax.plot(acc, label=f"{name}: {acc[-1]:.0%}")
@@ -1373,6 +1382,8 @@ print(f"{SKIPGRAM_STEPS} steps in {time.perf_counter() - start:.1f} s; loss {los
 # as well as the GCN did.
 
 # %% id="deepwalk-plot" grader_runs="print('`course grade` skips the classifier and the figure')"
+import matplotlib.pyplot as plt
+
 vectors = emb_in.weight.detach().numpy()
 centred = vectors - vectors.mean(0)
 _, _, vt = np.linalg.svd(centred, full_matrices=False)
