@@ -889,7 +889,7 @@ check("08.6", min_cut_saved)
 # as Python source with an explicit loop, compiled by numba. Here is the code for `toy_example`'s first graph and
 # for the chain of section 1. (Compiling with numba takes a second or two per kernel.)
 
-# %% id="inductor-demo" grader_runs="print('`course grade` skips the numba compilation')"
+# %% id="inductor-demo" tags=["long"] grader_runs="print('`course grade` skips the numba compilation')"
 from course_lib._inductor import compile_fx
 
 compiled = compile_fx(make_fx(first_part)(a.detach(), b.detach()), [a.detach(), b.detach()])
@@ -1041,7 +1041,7 @@ check("08.8", kernel_source)
 # %% [markdown] id="kernel-numba-md"
 # Your kernel, compiled by numba, against eager course_lib on 4 million elements (the first call compiles):
 
-# %% id="kernel-numba" grader_runs="print('`course grade` skips the numba compilation')"
+# %% id="kernel-numba" tags=["long"] grader_runs="print('`course grade` skips the numba compilation')"
 try:
     import numba
 
@@ -1084,7 +1084,7 @@ except NotImplementedError:
 # `torch.compile` (PyTorch, if installed); compile time is not in it. The numpy column is the same chain written in
 # numpy in both rows: the eager floor. It takes about a minute.
 
-# %% id="measure-chain" grader_runs="print('`course grade` skips the measurement (it starts a process per library)')"
+# %% id="measure-chain" tags=["long"] grader_runs="print('`course grade` skips the measurement (it starts a process per library)')"
 import sys
 from pathlib import Path
 
@@ -1116,7 +1116,7 @@ else:
 # first call. What runs between the graphs still pays the full per-op price. Here it is for an MLP 64-64-64-10,
 # batch 32, plain SGD, timed in this process (course_lib only).
 
-# %% id="measure-overhead" grader_runs="print('`course grade` skips the measurement (it compiles with numba)')"
+# %% id="measure-overhead" tags=["long"] grader_runs="print('`course grade` skips the measurement (it compiles with numba)')"
 from course_lib import nn, optim
 from course_lib.nn import functional as F
 
