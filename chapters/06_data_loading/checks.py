@@ -564,10 +564,44 @@ def describe_loader(loader, dataset, kwargs: dict) -> dict:
             "first": first}
 
 
+#: the key of what 06.7's class takes from course_lib's DataLoader ("nothing" is the only right answer)
+_REUSED = "taken from course_lib's DataLoader (not allowed)"
+
+
+def reused_from_dataloader(cls) -> list:
+    """What ``cls`` takes from course_lib's DataLoader instead of writing it: the class itself when it
+    inherits from it, and each of ``__init__``, ``_auto_collation`` and ``_index_sampler`` it shares.
+
+    The check's probe calls these, so the forbidden-call watch (which lets calls from the checks through)
+    would not see an inherited ``__init__`` or an assigned property run DataLoader's code.
+    """
+    import inspect
+
+    if not isinstance(cls, type):
+        return []
+    if issubclass(cls, D.DataLoader):
+        return ["a subclass of it"]
+    reference = {"__init__": D.DataLoader.__init__, "_auto_collation": D.DataLoader._auto_collation.fget,
+                 "_index_sampler": D.DataLoader._index_sampler.fget}
+    out = []
+    for name, fn in reference.items():
+        try:
+            attr = inspect.getattr_static(cls, name)
+        except AttributeError:
+            continue
+        if isinstance(attr, property):
+            attr = attr.fget
+        if getattr(attr, "__func__", attr) is fn:
+            out.append(name)
+    return out
+
+
 def _constructed(LoaderArgs, spec: dict) -> dict:
-    """Probe: what LoaderArgs(dataset, **arguments) decided."""
+    """Probe: what LoaderArgs(dataset, **arguments) decided, and what the class reuses from DataLoader."""
     dataset, kwargs = ctor_arguments(spec)
-    return describe_loader(LoaderArgs(dataset, **kwargs), dataset, kwargs)
+    reused = ", ".join(reused_from_dataloader(LoaderArgs)) or "nothing"
+    return {**describe_loader(LoaderArgs(dataset, **kwargs), dataset, kwargs),
+            _REUSED: reused}
 
 
 def _spec_text(spec: dict) -> str:
@@ -636,7 +670,8 @@ def _ctor_trial(spec: dict):
         loader = D.DataLoader(dataset, **kwargs)
     except (ValueError, TypeError) as e:
         return probe(_constructed, spec, raises=type(e), match=str(e), label=label)
-    return probe(_constructed, spec, expected=describe_loader(loader, dataset, kwargs), label=label)
+    expected = {**describe_loader(loader, dataset, kwargs), _REUSED: "nothing"}
+    return probe(_constructed, spec, expected=expected, label=label)
 
 
 @exercise("06.7", title="LoaderArgs", points=2,

@@ -897,7 +897,10 @@ for kwargs in ({}, {"batch_size": None}, {"batch_sampler": [[3, 1], [0]]}, {"shu
 # - the properties `_auto_collation` and `_index_sampler`, as above.
 #
 # The check builds random combinations of arguments and compares what your class decides (or raises) with
-# what `DataLoader` decides. Do not call `DataLoader` (or its two properties): that is the answer.
+# what `DataLoader` decides. Do not call `DataLoader` (or its two properties): that is the answer. For
+# the same reason `LoaderArgs` may not inherit from course_lib's `DataLoader` or reuse its `__init__`,
+# `_auto_collation` or `_index_sampler` (`_index_sampler = DataLoader._index_sampler`): the check fails
+# such a class.
 #
 # *Hint:* follow the numbered list line by line; the only subtle line is `batch_size != 1` in rule 3.
 

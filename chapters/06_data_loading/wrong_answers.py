@@ -9,6 +9,8 @@ from collections import abc
 
 import numpy as np
 
+from course_lib.utils.data import DataLoader
+
 
 class BatchSamplerAlwaysDropsLast:
     # never yields the short last batch
@@ -533,6 +535,17 @@ class LoaderArgsOwnWording(LoaderArgsReference):
     message = "batch_sampler is mutually exclusive with batch_size, shuffle, sampler and drop_last"
 
 
+class LoaderArgsInheritsDataLoader(DataLoader):
+    # DataLoader's own constructor and properties, inherited
+    pass
+
+
+class LoaderArgsBorrowsDataLoader(LoaderArgsReference):
+    # its own constructor, DataLoader's two properties
+    _auto_collation = DataLoader._auto_collation
+    _index_sampler = DataLoader._index_sampler
+
+
 WRONG = {
     "06.1": [BatchSamplerAlwaysDropsLast, BatchSamplerYieldsEmptyTail, BatchSamplerLenAlwaysFloor,
              BatchSamplerTuples],
@@ -548,7 +561,7 @@ WRONG = {
              load_with_workers_own_context],
     "06.7": [LoaderArgsBatchSamplerAllowsNone, LoaderArgsKeepsBatchSize, LoaderArgsNoDropLastCheck,
              LoaderArgsUnseededShuffle, LoaderArgsAlwaysDefaultCollate, LoaderArgsIndexAlwaysBatchSampler,
-             LoaderArgsOwnWording],
+             LoaderArgsOwnWording, LoaderArgsInheritsDataLoader, LoaderArgsBorrowsDataLoader],
     "06.8": [pin_memory_loop_blocking_get, pin_memory_loop_stops_when_empty, pin_memory_loop_pins_wrappers,
              pin_memory_loop_dies_on_error, pin_memory_loop_wrong_where],
 }
