@@ -1063,11 +1063,16 @@ _APPLY_FNS = {"t.double() if floating": _to_double, "t.half() if floating": _to_
 
 
 def _apply_model(seed: int) -> tuple:
-    """A random module tree with random buffers, gradients on some parameters, None slots, and an SGD over it."""
+    """A random module tree with random buffers, gradients on some parameters, None slots, and an SGD over it.
+
+    A tree of ReLUs and BatchNorms only gets a parameter of its own (an optimizer needs at least one).
+    """
     model = _random_net(seed)
     model.register_buffer("unset", None)
     model.register_parameter("unset_param", None)
     r = np.random.default_rng(seed + 1)
+    if next(model.parameters(), None) is None:
+        model.own = nn.Parameter(cl.from_numpy(r.standard_normal(2).astype(np.float32)))
     with cl.no_grad():
         for _, b in model.named_buffers():
             if b.is_floating_point():
