@@ -792,11 +792,16 @@ class _CheckProcess:
     def __init__(self, ctx, watched: _Watched, **kwargs):
         self._p, self._w = ctx.Process(**kwargs), watched
         self._queues = [a for a in kwargs.get("args", ()) if isinstance(a, _CheckQueue)]
+        self.joined = False  # the main process called join() on it
 
     def start(self):
         self._p.start()
 
     def join(self, timeout=None):
+        import os
+
+        if os.getpid() == self._w.pid:
+            self.joined = True
         left = self._w.left() if timeout is None else min(timeout, self._w.left())
         if self._queues and not any(q.stops for q in self._queues):
             left = min(left, 0.2)  # nothing told this worker to stop: waiting longer would only delay the verdict
@@ -881,6 +886,7 @@ def _loaded(load_with_workers, batches: list, workers: int, prefetch: int, colla
     ctx = CheckContext()
     w = ctx.watched
     got: list = []
+    joined = 0
     try:
         try:
             for batch in load_with_workers(_Slow(delays, bad), batches, _COLLATE_FNS[collate], workers, ctx,
@@ -890,12 +896,14 @@ def _loaded(load_with_workers, batches: list, workers: int, prefetch: int, colla
             raise
         except Exception as e:  # noqa: BLE001 - what the loader raises is part of what it yields
             got.append(_first_line(e))
+        joined = sum(p.joined for p in w.processes if p.pid is not None)  # before the check joins them itself
     finally:
         running = ctx.finish()
     used = [q for q in w.queues if q.tasks or q.stops]
     return {"batches": got, "workers started": sum(p.pid is not None for p in w.processes),
             "tasks sent": sum(q.tasks for q in used), "None sent per index queue": [q.stops for q in used],
-            "most tasks in flight": w.max_in_flight, "workers still running at the end": running}
+            "most tasks in flight": w.max_in_flight, "workers joined": joined,
+            "workers still running at the end": running}
 
 
 def _library_loaded(batches: list, workers: int, prefetch: int, collate: str, bad) -> list:
@@ -933,7 +941,7 @@ def _loader_trial(batches: list, workers: int, prefetch: int, collate: str, dela
     return probe(_loaded, batches, workers, prefetch, collate, delays, bad,
                  expected={"batches": expected, "workers started": workers, "tasks sent": len(batches),
                            "None sent per index queue": [1] * workers,
-                           "most tasks in flight": min(window, len(batches)),
+                           "most tasks in flight": min(window, len(batches)), "workers joined": workers,
                            "workers still running at the end": 0},
                  label=label)
 

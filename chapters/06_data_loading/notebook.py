@@ -546,7 +546,8 @@ check("06.5", in_order)
 # The check runs your function with several datasets, slow samples (so that batches arrive out of order),
 # a failing sample and a small prefetch window, and compares the batches with those of course_lib's
 # `DataLoader(dataset, batch_sampler=batches, num_workers=...)`. It also counts the workers started, the
-# tasks sent, how many were in flight at most, the `None`s, and the workers still running at the end. A
+# tasks sent, how many were in flight at most, the `None`s, the workers your function joined before it
+# returned, and the workers still running at the end. A
 # loader that waits for a batch that never comes, or for a worker that never stops, is stopped after a few
 # seconds and fails. Do not hand the work to `DataLoader` (or to another multiprocessing context): the check
 # sees only what goes through its `ctx`.
