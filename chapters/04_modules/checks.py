@@ -1057,9 +1057,27 @@ def _clone(t):
     return t.clone()
 
 
-#: The conversions 04.9 is checked with, by name (a function cannot travel to the kernel; its name can).
+def _times_two(t):
+    return t * 2
+
+
+class _Numbered:
+    """``t + k`` on the k-th call (from 0): which tensor got which call shows the order fn ran in, and how often."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, t):
+        self.calls += 1
+        return t + (self.calls - 1)
+
+
+#: The functions 04.9 is checked with, by name (a function cannot travel to the kernel; its name can). ``t * 2``
+#: shows a parameter converted twice (a module used twice, a tied weight) or skipped the second time.
 _APPLY_FNS = {"t.double() if floating": _to_double, "t.half() if floating": _to_half, "t.double()": _all_double,
-              "t.clone()": _clone}
+              "t.clone()": _clone, "t * 2": _times_two}
+#: A fresh ``_Numbered`` per case; a fixed case only.
+_NUMBERED = "t + (number of earlier calls of fn)"
 
 
 def _apply_model(seed: int) -> tuple:
@@ -1092,7 +1110,7 @@ def _apply_probe(module_apply, seed: int, fn_name: str) -> dict:
     grads, buffers, what it returned, and the parameters after an optimizer step built before the call."""
     model, opt = _apply_model(seed)
     before = dict(model.named_parameters())
-    returned = module_apply(model, _APPLY_FNS[fn_name])
+    returned = module_apply(model, _Numbered() if fn_name == _NUMBERED else _APPLY_FNS[fn_name])
     params = dict(model.named_parameters())
     out = {"returns the module": returned is model,
            "parameters (dtype, values)": {k: _tensor_data(p) for k, p in params.items()},
@@ -1120,11 +1138,13 @@ def _library_module_apply(module, fn):
           forbid={"Module._apply": nn.Module._apply, "Module.to": nn.Module.to, "Module.float": nn.Module.float,
                   "Module.double": nn.Module.double, "Module.half": nn.Module.half, "Module.type": nn.Module.type})
 def _module_apply(rng):
-    cases = [(3, "t.double() if floating"), (11, "t.half() if floating"), (5, "t.clone()"), (8, "t.double()")]
+    cases = [(3, "t.double() if floating"), (11, "t.half() if floating"), (5, "t.clone()"), (8, "t.double()"),
+             (12, "t * 2"), (10, _NUMBERED)]
     cases += [(_seed(rng), str(rng.choice(list(_APPLY_FNS)))) for _ in range(4)]
     return [probe(_apply_probe, seed, name, expected=_apply_probe(_library_module_apply, seed, name),
                   compare=_close(),
-                  label=f"module_apply(_random_net({seed}) with gradients and buffers, lambda t: {name}) -> "
+                  label=f"module_apply(_random_net({seed}) with gradients and buffers, "
+                        f"{name if name == _NUMBERED else 'lambda t: ' + name}) -> "
                         "parameters, grads, buffers, identity, an optimizer step after")
             for seed, name in cases]
 

@@ -561,6 +561,42 @@ def module_apply_no_recursion(module, fn):
     return module
 
 
+def module_apply_skips_seen(module, fn, seen=None):
+    """Converts each parameter once: a tied weight or a module used twice gets fn once, Module._apply gives it twice."""
+    import course_lib as cl
+    seen = set() if seen is None else seen
+    for child in module.children():
+        module_apply_skips_seen(child, fn, seen)
+    for param in module._parameters.values():
+        if param is not None and id(param) not in seen:
+            seen.add(id(param))
+            with cl.no_grad():
+                param.data = fn(param)
+                if param.grad is not None:
+                    param.grad = fn(param.grad)
+    for name, buf in list(module._buffers.items()):
+        if buf is not None:
+            module._buffers[name] = fn(buf)
+    return module
+
+
+def module_apply_children_last(module, fn):
+    """Converts the module's own parameters and buffers before its children's."""
+    import course_lib as cl
+    for param in module._parameters.values():
+        if param is not None:
+            with cl.no_grad():
+                param.data = fn(param)
+                if param.grad is not None:
+                    param.grad = fn(param.grad)
+    for name, buf in list(module._buffers.items()):
+        if buf is not None:
+            module._buffers[name] = fn(buf)
+    for child in module.children():
+        module_apply_children_last(child, fn)
+    return module
+
+
 # ------------------------------------------------------------------ 04.10 adam_step
 def _adam(params, grads, state, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, decoupled=False, *,
           correct_m=True, correct_v=True, l2_always=False, decay_after=False, eps_inside=False, start=1):
@@ -719,7 +755,7 @@ WRONG = {
     "04.8": [sgd_step_dampens_first_step, sgd_step_decay_after_momentum, sgd_step_ignores_nesterov,
              sgd_step_no_momentum, sgd_step_buffer_is_the_grad],
     "04.9": [module_apply_new_parameters, module_apply_forgets_buffers, module_apply_forgets_grads,
-             module_apply_no_recursion],
+             module_apply_no_recursion, module_apply_skips_seen, module_apply_children_last],
     "04.10": [adam_step_no_bias_correction, adam_step_corrects_only_m, adam_step_l2_instead_of_decoupled,
               adam_step_decays_after_update, adam_step_eps_inside_sqrt, adam_step_counts_from_zero],
     "04.11": [select_conv_backend_batch_only, _backend_variant(threads_matter=False),
