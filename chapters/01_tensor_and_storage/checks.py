@@ -520,6 +520,11 @@ _REGISTRY_SCHEMAS = [
     "  relu_(Tensor(a!) self) -> Tensor(a!)  ",
     "seed() -> int",
     "lerp(Tensor self,Tensor end,Scalar weight)->Tensor",
+    # a default holding '=' (it starts at the first '='), spaces around '=' (stripped), and commas inside an
+    # alias annotation's parentheses (not separators)
+    'split_on(Tensor self, str sep="=", *, str? pair="k=v") -> Tensor[]',
+    "clamp_to(Tensor self, Scalar min = 0, int dim =-1, bool flag= True) -> Tensor",
+    "swap_(Tensor(a, b!) self, Tensor(b, c) other) -> Tensor(a, b!)",
 ]
 _ARG_TYPES = ["Tensor", "Tensor?", "Tensor(a)", "Tensor(b!)", "Tensor[]", "Scalar", "Scalar?", "int", "int?",
               "int[]", "int[2]", "SymInt[1]?", "bool", "float", "float?", "ScalarType?", "str", "Generator?"]
@@ -584,6 +589,7 @@ def _op_registry(rng):
                      label=f"{first.name} registered twice: {first.schema!r}, then {again!r}"))
     dotted = f"{first.name}.Tensor(Tensor self, Tensor other) -> Tensor"
     out.append(table([other.schema, dotted], refused=dotted, label=f"an overload name: register({dotted!r})"))
-    for bad in ("relu(Tensor self)", f"{other.name} Tensor self -> Tensor"):
+    # (the message repeats the schema as given, surrounding spaces included)
+    for bad in ("relu(Tensor self)", f"{other.name} Tensor self -> Tensor", "  relu(Tensor self)  "):
         out.append(table([first.schema, bad], refused=bad, label=f"a bad schema: register({bad!r})"))
     return out

@@ -347,11 +347,11 @@ def result_type_python_float_is_float64(a, b):
 
 
 # ------------------------------------------------------------------ 01.7 OpRegistry
-def _ch01_split(argtext, depth_aware=True):
+def _ch01_split(argtext, depth_aware=True, opening="([", closing=")]"):
     parts, depth, current = [], 0, ""
     for ch in argtext:
         if depth_aware:
-            depth += (ch in "([") - (ch in ")]")
+            depth += (ch in opening) - (ch in closing)
         if ch == "," and depth == 0:
             parts.append(current.strip())
             current = ""
@@ -362,25 +362,29 @@ def _ch01_split(argtext, depth_aware=True):
     return parts
 
 
-def _ch01_args(parts, star_is_arg=False):
+def _ch01_args(parts, star_is_arg=False, last_equals=False, strip_default=True):
     args, kwarg_only = [], False
     for part in parts:
         if part == "*" and not star_is_arg:
             kwarg_only = True
             continue
-        decl, _, default = part.partition("=")
+        if last_equals and "=" in part:
+            decl, default = part.rsplit("=", 1)
+        else:
+            decl, _, default = part.partition("=")
         typ, _, name = decl.strip().rpartition(" ")
-        args.append((typ.strip(), name.strip(), default.strip() or None, kwarg_only))
+        args.append((typ.strip(), name.strip(), (default.strip() if strip_default else default) or None, kwarg_only))
     return args
 
 
-def _ch01_parse(schema, name_pattern=r"\w+", depth_aware=True):
+def _ch01_parse(schema, name_pattern=r"\w+", depth_aware=True, opening="([", closing=")]", message_stripped=False,
+                **arg_options):
     import re
     m = re.match(rf"^({name_pattern})\((.*)\)\s*->\s*(.+)$", schema.strip())
     if m is None:
-        raise ValueError(f"bad schema: {schema!r}")
+        raise ValueError(f"bad schema: {(schema.strip() if message_stripped else schema)!r}")
     name, argtext, returns = m.groups()
-    return name, _ch01_args(_ch01_split(argtext, depth_aware)), returns.strip()
+    return name, _ch01_args(_ch01_split(argtext, depth_aware, opening, closing), **arg_options), returns.strip()
 
 
 class _Ch01Registry:
@@ -416,6 +420,30 @@ class OpRegistry_comma_split(_Ch01Registry):
     # splits the arguments at every comma: int[1] dim=[-2, -1] becomes two arguments
     def parse(self, schema):
         return _ch01_parse(schema, depth_aware=False)
+
+
+class OpRegistry_default_after_last_equals(_Ch01Registry):
+    # the default is what follows the last '=': sep="=" loses its default
+    def parse(self, schema):
+        return _ch01_parse(schema, last_equals=True)
+
+
+class OpRegistry_default_not_stripped(_Ch01Registry):
+    # keeps the spaces around a default: 'Scalar min = 0' has the default ' 0'
+    def parse(self, schema):
+        return _ch01_parse(schema, strip_default=False)
+
+
+class OpRegistry_depth_brackets_only(_Ch01Registry):
+    # the depth counter sees only [ and ]: Tensor(a, b!) self becomes two arguments
+    def parse(self, schema):
+        return _ch01_parse(schema, opening="[", closing="]")
+
+
+class OpRegistry_message_stripped(_Ch01Registry):
+    # the bad-schema message shows schema.strip() instead of the schema as given
+    def parse(self, schema):
+        return _ch01_parse(schema, message_stripped=True)
 
 
 class OpRegistry_first_arrow(_Ch01Registry):
@@ -493,5 +521,6 @@ WRONG = {
              result_type_python_float_is_float64],
     "01.7": [OpRegistry_overwrites, OpRegistry_comma_split, OpRegistry_first_arrow, OpRegistry_accepts_overloads,
              OpRegistry_star_is_an_argument, OpRegistry_returns_wrapper, OpRegistry_uses_course_lib,
-             OpRegistry_uses_opdef],
+             OpRegistry_uses_opdef, OpRegistry_default_after_last_equals, OpRegistry_default_not_stripped,
+             OpRegistry_depth_brackets_only, OpRegistry_message_stripped],
 }
