@@ -1273,6 +1273,9 @@ CONV_BACKENDS = [
     ((16, 1, 20, 20), (2, 1, 17, 17), 1, False, (1, 1), (1, 1), (0, 0), 'float32', 2, False, 'Slow2d'),
     ((16, 3, 6, 6, 6), (4, 3, 3, 3, 3), 1, False, (1, 1, 1), (1, 1, 1), (0, 0, 0), 'float32', 2, False, 'Slow3d'),
     ((16, 3, 8), (4, 3, 3), 1, False, (1,), (1,), (0,), 'float32', 1, False, 'NnpackSpatial'),
+    ((1, 4, 50), (8, 4, 5), 1, False, (1,), (1,), (0,), 'float32', 2, True, 'Slow2d'),
+    ((2, 3, 8, 8), (4, 3, 1, 3), 1, False, (1, 1), (1, 1), (0, 0), 'float32', 1, True, 'Mkldnn'),
+    ((16, 3, 8, 8), (4, 3, 3, 3), 1, False, (2, 2), (1, 1), (0, 0), 'float32', 2, False, 'NnpackSpatial'),
     ((1, 3, 103, 79), (6, 3, 5, 5), 1, False, (1, 3), (1, 2), (0, 0), 'float32', 1, True, 'Mkldnn'),
     ((3, 6, 13, 18), (6, 5, 4, 4), 1, True, (2, 3), (1, 1), (0, 0), 'float32', 1, False, 'SlowTranspose2d'),
     ((1, 3, 107, 6, 72), (4, 3, 1, 1, 3),
@@ -1357,7 +1360,7 @@ CONV_BACKENDS = [
     ((3, 5, 14), (4, 5, 4), 1, False, (1,), (1,), (0,), 'float32', 1, True, 'Mkldnn'),
     ((1, 6, 109), (2, 6, 1), 1, False, (1,), (1,), (0,), 'float32', 2, True, 'Slow2d'),
 ]
-_CONV_BACKENDS_FIXED = 38       # the hand-picked rows at the top of CONV_BACKENDS
+_CONV_BACKENDS_FIXED = 41       # the hand-picked rows at the top of CONV_BACKENDS
 
 
 def _conv_backend_label(row) -> str:

@@ -663,12 +663,13 @@ def adam_step_counts_from_zero(params, grads, state, lr, betas=(0.9, 0.999), eps
 def _backend(input_shape, weight_shape, groups=1, transposed=False, stride=(1, 1), dilation=(1, 1),
              output_padding=(0, 0), dtype="float32", num_threads=2, mkldnn_enabled=True, *, threads_matter=True,
              dtype_matters=True, size_limit_inclusive=False, transpose_on_mkldnn=True, check_output_padding=True,
-             nnpack=True, view_1d=True):
+             nnpack=True, view_1d=True, view_1d_weight=True, kernel_and=False, nnpack_strided=True):
     if input_shape[0] == 0 or input_shape[1] == 0:
         return "Empty"
     if len(input_shape) == 3 and view_1d:
         input_shape = (input_shape[0], input_shape[1], 1, input_shape[2])
-        weight_shape = (weight_shape[0], weight_shape[1], 1, weight_shape[2])
+        if view_1d_weight:
+            weight_shape = (weight_shape[0], weight_shape[1], 1, weight_shape[2])
         stride, dilation, output_padding = (1, *stride), (1, *dilation), (0, *output_padding)
     n = input_shape[0]
     size = n * input_shape[1] * input_shape[2] * (input_shape[3] if len(input_shape) > 3 else 1)
@@ -677,14 +678,15 @@ def _backend(input_shape, weight_shape, groups=1, transposed=False, stride=(1, 1
     padding_big = check_output_padding and transposed and any(op >= st for op, st in zip(output_padding, stride))
     big = size >= 20480 if size_limit_inclusive else size > 20480
     mkldnn = (mkldnn_enabled and (dtype == "float32" or not dtype_matters) and not padding_big
-              and (strided or dilated or n >= 16 or kh != 1 or kw != 1 or num_threads > 1 or not threads_matter)
+              and (strided or dilated or n >= 16 or (kh != 1 and kw != 1 if kernel_and else kh != 1 or kw != 1)
+                   or num_threads > 1 or not threads_matter)
               and (groups > 1 or (kh > 3 and kw > 3) or n > 1 or big)
               and (transpose_on_mkldnn or not transposed))
     if mkldnn:
         return "MkldnnTranspose" if transposed else "Mkldnn"
     dims = "3d" if len(input_shape) == 5 else "2d"
     if nnpack and dtype == "float32" and len(input_shape) == 4 and not dilated and not transposed and kh < 17 \
-            and kw < 17 and n >= 16:
+            and kw < 17 and n >= 16 and (nnpack_strided or not strided):
         return "NnpackSpatial"
     if transposed:
         return "SlowTranspose" + dims
@@ -762,7 +764,8 @@ WRONG = {
               _backend_variant(dtype_matters=False),
               _backend_variant(size_limit_inclusive=True), _backend_variant(transpose_on_mkldnn=False),
               _backend_variant(check_output_padding=False), _backend_variant(nnpack=False),
-              _backend_variant(view_1d=False)],
+              _backend_variant(view_1d=False), _backend_variant(view_1d_weight=False),
+              _backend_variant(kernel_and=True), _backend_variant(nnpack_strided=False)],
     "04.12": [_cache_class(refresh=False), _cache_class(keep=-1), _cache_class(keep=1), _cache_class(evict_newest=True),
               _cache_class(default=128), _cache_class(count_hits=False)],
 }
