@@ -935,6 +935,9 @@ def _dot_model(spec: dict):
     """(model, output) for a model spec, the same in the grader and in the kernel (seeded)."""
     cl.manual_seed(spec["seed"])
     kind = spec["model"]
+    if kind == "weight":  # a view of a parameter: its base is already in the graph, as the leaf
+        model = cl.nn.Linear(3, 4)
+        return model, model.weight[:, 0]
     if kind == "residual":
         model, x = _Residual(3, 4), cl.randn(2, 3)
     elif kind == "twice":
@@ -1029,6 +1032,9 @@ def _dot_compare(got, expected):
 
 
 def _dot_label(spec: dict) -> str:
+    params = {"all": "dict(model.named_parameters())", "some": "the weights only", "none": "None"}[spec["params"]]
+    if spec["model"] == "weight":
+        return f"model = Linear(3, 4); make_dot(model.weight[:, 0], params={params})"
     if spec["model"] == "mlp":
         model = " -> ".join(f"Linear({layer[1]}, {layer[2]})" if layer[0] == "linear" else layer[0]
                             for layer in spec["layers"])
@@ -1037,7 +1043,6 @@ def _dot_label(spec: dict) -> str:
                  "conv": "fc(relu(conv(x)).flatten(1))"}[spec["model"]]
     tail = {"select": "y[:, 0]", "sum": "y.sum()", "square_mean": "(y * y).mean()", "transpose": "y.t()",
             "none": "y"}[spec["tail"]]
-    params = {"all": "dict(model.named_parameters())", "some": "the weights only", "none": "None"}[spec["params"]]
     return f"y = {model}; make_dot({tail}, params={params})"
 
 
@@ -1065,7 +1070,8 @@ def _make_dot(rng):
              dict(mlp, tail="none", params="none"),
              {"model": "residual", "tail": "sum", "params": "all", "seed": int(rng.integers(0, 2**31))},
              {"model": "twice", "tail": "none", "params": "all", "seed": int(rng.integers(0, 2**31))},
-             {"model": "conv", "tail": "select", "params": "some", "seed": int(rng.integers(0, 2**31))}]
+             {"model": "conv", "tail": "select", "params": "some", "seed": int(rng.integers(0, 2**31))},
+             {"model": "weight", "tail": "select", "params": "all", "seed": int(rng.integers(0, 2**31))}]
     specs += [_random_mlp(rng) for _ in range(3)]
     return [probe(_dot_statements, spec, expected=_dot_statements(_viz_make_dot, spec), compare=_dot_compare,
                   label=_dot_label(spec)) for spec in specs]

@@ -646,7 +646,7 @@ def kernel_loop_per_op(name, inputs, ops, outputs, n):
 
 # ------------------------------------------------------------------ 08.9 make_dot
 def _make_dot_variant(var, params=None, *, edge_once=False, use_names=True, with_base=True, dedupe=True,
-                      leaf_edge_reversed=False, size_text=None):
+                      leaf_edge_reversed=False, size_text=None, base_once=True):
     from course_lib.viz.graph import Digraph
     names = {id(t): name for name, t in (params or {}).items()} if use_names else {}
     dot = Digraph()
@@ -660,6 +660,7 @@ def _make_dot_variant(var, params=None, *, edge_once=False, use_names=True, with
         seen.add(id(fn))
         if hasattr(fn, "variable"):
             leaf = fn.variable
+            seen.add(id(leaf))
             dot.node(str(id(leaf)), label(leaf), fillcolor="lightblue")
             if leaf_edge_reversed:
                 dot.edge(str(id(fn)), str(id(leaf)))
@@ -676,10 +677,13 @@ def _make_dot_variant(var, params=None, *, edge_once=False, use_names=True, with
                 add_nodes(u)
 
     def add_tensor(t, color):
+        if base_once and id(t) in seen:
+            return
         seen.add(id(t))
         dot.node(str(id(t)), label(t), fillcolor=color)
         if t.grad_fn is not None:
-            add_nodes(t.grad_fn)
+            if id(t.grad_fn) not in seen:
+                add_nodes(t.grad_fn)
             dot.edge(str(id(t.grad_fn)), str(id(t)))
         if with_base and t._base is not None:
             add_tensor(t._base, "darkolivegreen3")
@@ -719,6 +723,11 @@ def make_dot_tuple_sizes(var, params=None):
     return _make_dot_variant(var, params, size_text=lambda t: str(tuple(t.shape))[1:-1])
 
 
+def make_dot_base_added_again(var, params=None):
+    # a view's base is added even when it is already in the graph: w[:, 0] of a parameter w draws w twice
+    return _make_dot_variant(var, params, base_once=False)
+
+
 def make_dot_library(var, params=None):
     # right graph, from course_lib's own make_dot, which the task forbids
     from course_lib.viz import make_dot
@@ -741,5 +750,5 @@ WRONG = {
     "08.8": [kernel_off_by_one, kernel_outputs_first, kernel_writes_back_into_input, kernel_without_loop,
              kernel_numpy_with_dummy_loop, kernel_loop_per_op],
     "08.9": [make_dot_edge_once, make_dot_no_names, make_dot_no_base, make_dot_walks_twice, make_dot_leaf_edge_reversed,
-             make_dot_tuple_sizes, make_dot_library],
+             make_dot_tuple_sizes, make_dot_library, make_dot_base_added_again],
 }
