@@ -1104,8 +1104,10 @@ print("grads after backward:", {name: p.grad is not None for name, p in net.name
 # The check builds random module trees (nested, with buffers, gradients, modules used twice and tied weights) and
 # an SGD optimizer over their parameters, calls your function with several `fn`s, compares every parameter,
 # buffer and gradient (dtype and values) with `Module._apply`'s, checks that each parameter is still the same
-# object, and takes an optimizer step to see that it updates the model. Do not call `Module._apply` or the
-# methods built on it (`to`, `float`, `double`, `half`, `type`).
+# object, and takes an optimizer step to see that it updates the model. Besides dtype conversions, `fn` is
+# `t * 2` and a function that adds to `t` the number of its earlier calls: like `Module._apply`, your function
+# reaches a module used twice (and a tied weight) twice and calls `fn` each time, in the order above. Do not
+# call `Module._apply` or the methods built on it (`to`, `float`, `double`, `half`, `type`).
 #
 # *Hint:* `module._parameters.items()` and `module._buffers.items()` are plain dicts; assigning to
 # `module._buffers[name]` while iterating over `list(module._buffers.items())` is safe.
@@ -1530,7 +1532,7 @@ if torch is not None:
 # 5. otherwise the slow path: `"SlowTranspose2d"` for a transposed one, `"SlowDilated2d"` for a dilated one, else
 #    `"Slow2d"`, with `3d` in place of `2d` for a 3-d convolution (`input_shape` of length 5).
 #
-# The check compares your answers with a table of what `torch._C._select_conv_backend` returned for 110
+# The check compares your answers with a table of what `torch._C._select_conv_backend` returned for 113
 # convolutions (it is `CONV_BACKENDS` in `chapters/04_modules/checks.py`, and a test re-runs it in PyTorch);
 # grading does not need PyTorch. Do not call PyTorch (a call to `torch._C._select_conv_backend` fails the case) or
 # look answers up in that table: the rules are the exercise.
