@@ -493,7 +493,7 @@ class LoaderArgsReference:
         self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
         self.sampler, self.batch_sampler = sampler, batch_sampler
         if collate_fn is None:
-            batching = self._auto_collation if self.collate_by_batching else True
+            batching = self.batch_sampler is not None if self.collate_by_batching else True
             collate_fn = data.default_collate if batching else data.default_convert
         self.collate_fn = collate_fn
 
@@ -547,7 +547,7 @@ class LoaderArgsInheritsDataLoader(DataLoader):
 
 
 class LoaderArgsBorrowsDataLoader(LoaderArgsReference):
-    # its own constructor, DataLoader's two properties
+    # its own constructor (which does not read them), DataLoader's two properties
     _auto_collation = DataLoader._auto_collation
     _index_sampler = DataLoader._index_sampler
 
