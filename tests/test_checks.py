@@ -494,3 +494,28 @@ def test_every_op_the_binding_check_may_draw_has_a_reference_binding():
         name = schema.split("(", 1)[0]
         checks._signature(checks._reference_source(schema), name)
     assert not checks._literal_defaults(cl.OPS["uniform_"].schema)
+
+
+def test_a_forbidden_reference_given_as_the_answer_is_refused():
+    """The learner's object may be the forbidden reference itself (or a subclass of a checks' reference class):
+    the check makes the calls then, so the watch reports it from the object; a course_lib base class the
+    learner subclasses (nn.Module, whose methods 04.9 forbids) is not a reference."""
+    from course.checks import _forbidden_object, _ForbiddenCalls, chapter_checks
+    from course_lib import nn
+
+    m = chapter_checks("09")
+    codes = _ForbiddenCalls(get_exercise("09.2").forbid, ((), ())).codes
+    assert _forbidden_object(m.ReferenceCheckpointer, codes) == ["ReferenceCheckpointer.save",
+                                                                 "ReferenceCheckpointer.load"]
+
+    class Mine(m.ReferenceCheckpointer):
+        pass
+
+    assert _forbidden_object(Mine, codes)
+    assert _forbidden_object(m.reference_run_epoch, _ForbiddenCalls(get_exercise("09.1").forbid, ((), ())).codes)
+
+    class Net(nn.Module):
+        def forward(self, x):
+            return x
+
+    assert _forbidden_object(Net, _ForbiddenCalls(get_exercise("04.9").forbid, ((), ())).codes) == []

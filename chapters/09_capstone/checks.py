@@ -142,7 +142,8 @@ def _same_epoch(got, expected):
           hint="train: model.train(), then per batch out = model(x), loss = loss_fn(out, y), optimizer.zero_grad(), "
                "loss.backward(), optimizer.step(), scheduler.step() if there is one. Evaluate: model.eval() and "
                "the loop under course_lib.no_grad(). Sum loss.item() * len(y) and the correct predictions "
-               "(out.argmax(1) == y); divide both by the number of samples.")
+               "(out.argmax(1) == y); divide both by the number of samples.",
+          forbid={"reference_run_epoch": reference_run_epoch})
 def _run_epoch_check(rng):
     cases = [((4, 4, 4), True, True), ((4, 4, 4), False, False), ((5, 3, 2), True, False), ((5, 3, 2), False, False)]
     cases += [(tuple(int(n) for n in rng.integers(1, 7, int(rng.integers(2, 5)))), bool(rng.integers(0, 2)), True)
@@ -266,7 +267,9 @@ class ReferenceCheckpointer:
           hint="save: course_lib.save({'model': model.state_dict(), 'optimizer': optimizer.state_dict(), "
                "'scheduler': scheduler.state_dict(), 'rng': course_lib.get_rng_state(), 'epoch': epoch, "
                "'batch': batch}, self.path). load: ckpt = course_lib.load(self.path), then each "
-               "load_state_dict, course_lib.set_rng_state(ckpt['rng']) and return (epoch, batch).")
+               "load_state_dict, course_lib.set_rng_state(ckpt['rng']) and return (epoch, batch).",
+          forbid={"ReferenceCheckpointer.save": ReferenceCheckpointer.save,
+                  "ReferenceCheckpointer.load": ReferenceCheckpointer.load})
 def _checkpointer_check(rng):
     out = []
     for epochs, per_epoch, stop in [(2, 3, 4), (2, 3, 3), (3, 2, 1)] + [
@@ -349,7 +352,8 @@ def _same_head(got, expected):
 @exercise("09.3", title="freeze_and_replace_head", points=2,
           hint="model.requires_grad_(False) freezes every parameter; then model.fc = "
                "nn.Linear(model.fc.in_features, num_classes) (a new module's parameters require grad) and "
-               "return model.fc.")
+               "return model.fc.",
+          forbid={"reference_freeze_and_replace_head": reference_freeze_and_replace_head})
 def _freeze_check(rng):
     cases = [(int(rng.integers(0, 10**6)), k) for k in (2, 5, 1)] + \
         [(int(rng.integers(0, 10**6)), int(rng.integers(2, 9))) for _ in range(2)]
@@ -426,7 +430,8 @@ def _same_scaler(got, expected):
                "found: scale * backoff_factor, tracker 0; else tracker + 1, and when it reaches growth_interval: "
                "scale * growth_factor (kept only if finite in float32), tracker 0. Round the scale to float32.",
           forbid={"GradScaler.step": cl.amp.GradScaler.step, "GradScaler.unscale_": cl.amp.GradScaler.unscale_,
-                  "GradScaler.update": cl.amp.GradScaler.update})
+                  "GradScaler.update": cl.amp.GradScaler.update,
+                  "GradScaler._unscale_grads_": cl.amp.GradScaler._unscale_grads_})
 def _scaler_check(rng):
     big = float(np.float32(2.0 ** 127))
     cases = [(None, 2.0 ** 16, 0, 2.0, 0.5, 2000), ("inf", 2.0 ** 16, 5, 2.0, 0.5, 2000),

@@ -213,6 +213,9 @@ print(f"{sum(p.numel() for p in model.parameters()):,} parameters;",
 # *PyTorch note:* `model.train()` and `model.eval()` only set the `training` flag on every submodule (chapter
 # 04); `no_grad()` is separate (chapter 03). Forgetting either is the most common bug in training code, and
 # neither raises an error.
+#
+# The training cells below use the chapter's own `reference_run_epoch` until yours works; calling it from your
+# answer fails the check.
 
 # %% id="ex-09-1-solution" tags=["solution"] exercise="09.1"
 import course_lib as cl
@@ -270,6 +273,8 @@ check("09.1", run_epoch)
 #
 # The check trains a small network, saving after every step, stops it after some step, then resumes with a new
 # model, optimizer and scheduler built with other seeds, and compares every loss with an uninterrupted run.
+# The training cells use the chapter's `ReferenceCheckpointer` until yours works; calling its `save` or `load`
+# from your answer fails the check.
 
 # %% id="ex-09-2-solution" tags=["solution"] exercise="09.2"
 import course_lib as cl
@@ -397,7 +402,7 @@ class LiveCurves:
     """Loss and accuracy per epoch, one figure redrawn in place (a static image outside Jupyter)."""
 
     def __init__(self, epochs):
-        import matplotlib.pyplot as plt   # here, not in the setup cell: `course grade` never draws
+        import matplotlib.pyplot as plt  # here, not in the setup cell: `course grade` never draws
 
         self.fig, (self.ax_loss, self.ax_acc) = plt.subplots(1, 2, figsize=(10, 3.2))
         self.epochs = epochs
@@ -533,6 +538,9 @@ if len(wrong):
 # are buffers, updated in the forward pass, not by the optimizer. Fine-tuning a frozen backbone therefore runs
 # it in evaluation mode (A.7's code below calls `model.eval()`), or its statistics drift towards the few new
 # images.
+#
+# The fine-tuning cells use the chapter's `reference_freeze_and_replace_head` until yours works; calling it from
+# your answer fails the check.
 
 # %% id="ex-09-3-solution" tags=["solution"] exercise="09.3"
 from course_lib import nn
@@ -629,7 +637,8 @@ print(f"{'from scratch, all layers':32}{acc_scratch:>26.3f}{t_scratch:>14.1f}s")
 # 6. return `(new_scale, new_tracker, stepped)`, the scale rounded to float32 (PyTorch keeps it in a float32
 #    tensor) as a Python float, `stepped` a bool.
 #
-# Do not call `course_lib.amp.GradScaler`'s `step`, `unscale_` or `update`; the check compares with them.
+# Do not call `course_lib.amp.GradScaler`'s `step`, `unscale_`, `update` or its helper `_unscale_grads_`; the
+# check compares with them.
 
 # %% id="ex-09-4-solution" tags=["solution"] exercise="09.4"
 import numpy as np

@@ -760,6 +760,23 @@ def _request(exercise_id: str, payload: str) -> tuple[list, float | None]:
     return request["trials"], float(budget) if isinstance(budget, (int, float)) and budget > 0 else None
 
 
+def _forbidden_object(obj: Any, codes: dict) -> list[str]:
+    """The forbidden functions `obj` is: the function itself, or a method of the class itself or of a base
+    defined in a chapter's checks (a base from course_lib, such as ``nn.Module``, is the learner's to use)."""
+    candidates = [obj]
+    if isinstance(obj, type):
+        for klass in obj.__mro__:
+            if klass is obj or str(getattr(klass, "__module__", "")).startswith("course_chapter"):
+                candidates += list(vars(klass).values())
+    found: list[str] = []
+    for c in candidates:
+        f = getattr(c, "__func__", c)
+        name = codes.get(getattr(f, "__code__", None))
+        if name is not None and name not in found:
+            found.append(name)
+    return found
+
+
 def _probe_results(ex: Exercise, obj: Any, specs: list, budget: float | None):
     """Run each trial's probe on the learner's `obj`, yielding what each saw (wire data), in order.
 
@@ -775,10 +792,14 @@ def _probe_results(ex: Exercise, obj: Any, specs: list, budget: float | None):
 
     trusted = _trusted_prefixes(ex)
     deadline = None if budget is None else time.monotonic() + budget
+    # the learner's object may be a forbidden function itself (or a class holding one): the check, not the
+    # learner's code, then makes the calls, which the watch does not count
+    given = _forbidden_object(obj, _ForbiddenCalls(ex.forbid, trusted).codes) if ex.forbid else []
     for k, (ref, args_wire, kwargs_wire) in enumerate(specs):
         fn = _find_probe(ref, ex)
         args, kwargs = _wire.decode(args_wire), _wire.decode(kwargs_wire)
         watch = _ForbiddenCalls(ex.forbid, trusted)
+        watch.seen.extend(given)
         timer = _alarm(deadline - time.monotonic()) if deadline is not None else contextlib.nullcontext()
         try:
             with timer, contextlib.redirect_stdout(io.StringIO()), watch:
