@@ -183,10 +183,13 @@ def _resume_step(model, opt, sched, x, y) -> float:
 
 
 def _resume_run(seed: int, epochs: int, per_epoch: int, start=(0, 0), stop: int | None = None, ckpt=None,
-                load: bool = False):
-    """Train the tiny network (losses per step); with ``ckpt``: save after every step, load first if ``load``."""
+                load: bool = False, keep: list | None = None):
+    """Train the tiny network (losses per step); with ``ckpt``: save after every step, load first if ``load``.
+    ``keep`` receives the model and the optimizer."""
     model = _tiny_cnn(seed if not load else seed + 7)
     opt, sched = _tiny_optim(model, epochs * per_epoch)
+    if keep is not None:
+        keep += [model, opt]
     cl.manual_seed(seed + 3 if not load else seed + 11)
     epoch, batch = start
     if load:
@@ -207,21 +210,62 @@ def _resume_run(seed: int, epochs: int, per_epoch: int, start=(0, 0), stop: int 
     return losses, None
 
 
+def _tensors_in(obj, out: list) -> list:
+    """Every tensor in a loaded checkpoint (dicts, lists and tuples walked), as numpy arrays."""
+    if isinstance(obj, cl.Tensor):
+        out.append(obj.detach().numpy())
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _tensors_in(v, out)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _tensors_in(v, out)
+    return out
+
+
+def _missing_from_file(path: str, model, opt) -> list:
+    """What the stopped run's state holds that the file at ``path`` does not: the model's parameters and
+    buffers (by name), the optimizer's momentum buffers and the global generator's state."""
+    try:
+        saved = _tensors_in(cl.load(path), [])
+    except Exception:  # noqa: BLE001 - reported by weights_only_load
+        return []
+    wanted = [(f"model.{k}", v) for k, v in model.state_dict().items()]
+    wanted += [(f"optimizer momentum buffer {i}", st["momentum_buffer"])
+               for i, st in enumerate(opt.state.values()) if st.get("momentum_buffer") is not None]
+    wanted.append(("the global generator's state", cl.get_rng_state()))
+    missing = []
+    for name, t in wanted:
+        a = t.detach().numpy()
+        if not any(b.shape == a.shape and b.dtype == a.dtype and np.array_equal(a, b) for b in saved):
+            missing.append(name)
+    return missing
+
+
+def _float_buffers(model) -> dict:
+    return {k: v.numpy().round(5).tolist() for k, v in model.named_buffers() if v.dtype.is_floating_point}
+
+
 def _resumed(cls, seed: int, epochs: int, per_epoch: int, stop: int) -> dict:
     import os
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "ckpt.pt")
-        first, _ = _resume_run(seed, epochs, per_epoch, stop=stop, ckpt=cls(path))
+        stopped: list = []
+        first, _ = _resume_run(seed, epochs, per_epoch, stop=stop, ckpt=cls(path), keep=stopped)
+        # what a new process would find: the file, and nothing else
+        missing = _missing_from_file(path, *stopped)
         # a new process: other weights, another global RNG state; everything must come from the file
-        rest, _ = _resume_run(seed, epochs, per_epoch, ckpt=cls(path), load=True)
+        resumed: list = []
+        rest, _ = _resume_run(seed, epochs, per_epoch, ckpt=cls(path), load=True, keep=resumed)
         try:
             cl.load(path)
             loadable = True
         except Exception as e:  # noqa: BLE001 - reported as data
             loadable = f"{type(e).__name__}: {e}"
         leftovers = sorted(os.listdir(tmp))
-    return {"losses": first + rest, "weights_only_load": loadable, "files": leftovers}
+    return {"losses": first + rest, "weights_only_load": loadable, "files": leftovers, "missing": missing,
+            "buffers": _float_buffers(resumed[0])}
 
 
 def _same_losses(got, expected):
@@ -232,6 +276,9 @@ def _same_losses(got, expected):
                 f"{got['weights_only_load']}; save state_dicts, tensors, numbers and strings only")
     if got["files"] != expected["files"]:
         return f"files left in the folder: {got['files']}, expected {expected['files']} (use course_lib.save)"
+    if got.get("missing"):
+        return ("the checkpoint file does not hold " + ", ".join(got["missing"]) + " of the stopped run: a new "
+                "process has nothing but the file (save the whole state_dicts and the generator's state)")
     g, e = got["losses"], expected["losses"]
     if len(g) != len(e):
         return f"the resumed run made {len(g)} steps in all, expected {len(e)}: resume at the saved batch"
@@ -239,6 +286,9 @@ def _same_losses(got, expected):
         if a != b:
             return (f"step {i}: loss {a!r}, the uninterrupted run's {b!r} (restore the model, optimizer, "
                     "scheduler, the global RNG state, the epoch and the batch)")
+    if got.get("buffers") != expected["buffers"]:
+        return ("the resumed run's BatchNorm statistics at the end differ from the uninterrupted run's: "
+                "restore the model's buffers too (its whole state_dict)")
     return True
 
 
@@ -278,8 +328,10 @@ def _checkpointer_check(rng):
         if stop is None:
             stop = int(rng.integers(1, total))
         seed = int(rng.integers(0, 10**6))
-        expected = {"losses": _resume_run(seed, epochs, per_epoch)[0], "weights_only_load": True,
-                    "files": ["ckpt.pt"]}
+        kept: list = []
+        losses = _resume_run(seed, epochs, per_epoch, keep=kept)[0]
+        expected = {"losses": losses, "weights_only_load": True, "files": ["ckpt.pt"], "missing": [],
+                    "buffers": _float_buffers(kept[0])}
         out.append(probe(_resumed, seed, epochs, per_epoch, stop, expected=expected, compare=_same_losses,
                          label=f"{epochs} epochs of {per_epoch} batches, stopped after step {stop} and resumed "
                                "from the checkpoint by a fresh model, optimizer and scheduler"))

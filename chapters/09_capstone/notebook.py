@@ -272,7 +272,9 @@ check("09.1", run_epoch)
 #   restore the generator, and return `(epoch, batch)`.
 #
 # The check trains a small network, saving after every step, stops it after some step, then resumes with a new
-# model, optimizer and scheduler built with other seeds, and compares every loss with an uninterrupted run.
+# model, optimizer and scheduler built with other seeds, and compares every loss, and BatchNorm's statistics at
+# the end, with an uninterrupted run. It also reads the file itself, as a new process would: every parameter
+# and buffer of the model, the optimizer's momentum buffers and the generator's state must be in it.
 # The training cells use the chapter's `ReferenceCheckpointer` until yours works; calling its `save` or `load`
 # from your answer fails the check.
 

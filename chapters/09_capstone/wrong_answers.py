@@ -113,6 +113,50 @@ class CheckpointerEpochStart(CheckpointerNoRNG):
     skip = ("batch",)
 
 
+class CheckpointerParametersOnly(CheckpointerNoRNG):
+    """Saves the parameters but not the buffers (loaded with strict=False): BatchNorm's running statistics
+    start again from their defaults, which the training losses never read."""
+
+    def save(self, model, optimizer, scheduler, epoch, batch):
+        cl.save({"model": dict(model.named_parameters()), "optimizer": optimizer.state_dict(),
+                 "scheduler": scheduler.state_dict(), "rng": cl.get_rng_state(), "epoch": epoch, "batch": batch},
+                self.path)
+
+    def load(self, model, optimizer, scheduler):
+        ckpt = cl.load(self.path)
+        model.load_state_dict(ckpt["model"], strict=False)
+        optimizer.load_state_dict(ckpt["optimizer"])
+        scheduler.load_state_dict(ckpt["scheduler"])
+        cl.set_rng_state(ckpt["rng"])
+        return ckpt["epoch"], ckpt["batch"]
+
+
+_IN_MEMORY: dict = {}
+
+
+class CheckpointerInMemory:
+    """Keeps the state in this process (a module-level dict) and writes only the position to the file: a new
+    process could not resume."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def save(self, model, optimizer, scheduler, epoch, batch):
+        import copy
+        _IN_MEMORY[self.path] = copy.deepcopy((model.state_dict(), optimizer.state_dict(),
+                                               scheduler.state_dict(), cl.get_rng_state()))
+        cl.save({"epoch": epoch, "batch": batch}, self.path)
+
+    def load(self, model, optimizer, scheduler):
+        m, o, s, r = _IN_MEMORY[self.path]
+        model.load_state_dict(m)
+        optimizer.load_state_dict(o)
+        scheduler.load_state_dict(s)
+        cl.set_rng_state(r)
+        ckpt = cl.load(self.path)
+        return ckpt["epoch"], ckpt["batch"]
+
+
 # 09.3 freeze_and_replace_head
 
 def replace_head_only(model, num_classes):
@@ -220,7 +264,8 @@ def scaler_step_calls_gradscaler(optimizer, scale, growth_tracker, growth_factor
 WRONG.update({
     "09.1": [run_epoch_never_eval, run_epoch_records_graph, run_epoch_mean_of_batches, run_epoch_no_zero_grad,
              run_epoch_scheduler_per_epoch],
-    "09.2": [CheckpointerNoRNG, CheckpointerNoOptimizer, CheckpointerNoScheduler, CheckpointerEpochStart],
+    "09.2": [CheckpointerNoRNG, CheckpointerNoOptimizer, CheckpointerNoScheduler, CheckpointerEpochStart,
+             CheckpointerParametersOnly, CheckpointerInMemory],
     "09.3": [replace_head_only, freeze_after_replacing, replace_head_resnet18_width, freeze_head_weights_only],
     "09.4": [scaler_step_steps_on_inf, scaler_step_no_unscale_on_inf, scaler_step_grows_early,
              scaler_step_keeps_tracker, scaler_step_grows_to_inf, scaler_step_calls_gradscaler],
