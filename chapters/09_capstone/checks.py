@@ -417,15 +417,17 @@ def _freeze_check(rng):
 
 
 def _scaler_params(seed: int, bad: str | None):
-    """Three parameters (one without a gradient), their scaled gradients (inf or nan in one if ``bad``) and an
-    SGD optimizer with momentum over them."""
+    """Four parameters in two groups (one without a gradient), their scaled gradients (inf or nan in one of
+    either group if ``bad``) and an SGD optimizer with momentum over them."""
     r = np.random.default_rng(seed)
-    params = [cl.from_numpy(r.standard_normal(s).astype(np.float32)).requires_grad_() for s in ((3, 2), (4,), (2,))]
-    for p in params[:2]:
-        p.grad = cl.from_numpy((r.standard_normal(tuple(p.shape)) * 1000).astype(np.float32))
+    params = [cl.from_numpy(r.standard_normal(s).astype(np.float32)).requires_grad_()
+              for s in ((3, 2), (4,), (2,), (5,))]
+    for k in (0, 1, 3):
+        params[k].grad = cl.from_numpy((r.standard_normal(tuple(params[k].shape)) * 1000).astype(np.float32))
     if bad is not None:
-        params[1].grad[int(r.integers(0, 4))] = float(bad)
-    return params, cl.optim.SGD(params, lr=0.1, momentum=0.9)
+        params[int(r.choice([1, 3]))].grad[int(r.integers(0, 4))] = float(bad)
+    return params, cl.optim.SGD([{"params": params[:2]}, {"params": params[2:], "lr": 0.05}], lr=0.1,
+                                momentum=0.9)
 
 
 def _scaler_state(params, result) -> dict:
@@ -489,7 +491,8 @@ def _scaler_check(rng):
     cases = [(None, 2.0 ** 16, 0, 2.0, 0.5, 2000), ("inf", 2.0 ** 16, 5, 2.0, 0.5, 2000),
              (None, 1024.0, 3, 2.0, 0.5, 4), (None, 1024.0, 2, 2.0, 0.5, 4), ("nan", 8.0, 3, 2.0, 0.5, 4),
              (None, big, 0, 2.0, 0.5, 1),
-             (None, 3.0, 0, 3.0, 0.25, 1), ("-inf", 0.5, 0, 2.0, 0.125, 10)]
+             (None, 3.0, 0, 3.0, 0.25, 1), ("-inf", 0.5, 0, 2.0, 0.125, 10),
+             ("inf", 3.0, 4, 2.0, 0.3, 10), (None, 3.0, 0, 1.7, 0.5, 1)]
     for _ in range(2):
         interval = int(rng.integers(1, 5))
         cases.append((None if rng.random() < 0.5 else "inf", float(2.0 ** rng.integers(-2, 20)),

@@ -191,9 +191,10 @@ def freeze_head_weights_only(model, num_classes):
 # 09.4 scaler_step
 
 def _scaler(optimizer, scale, tracker, growth, backoff, interval, *, step_anyway=False, unscale_on_inf=True,
-            early=False, reset_on_backoff=True, keep_inf=False):
+            early=False, reset_on_backoff=True, keep_inf=False, first_group_only=False, float64=False):
     inv = np.float32(1.0 / np.float64(scale))
-    grads = [p.grad for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+    groups = optimizer.param_groups[:1] if first_group_only else optimizer.param_groups
+    grads = [p.grad for g in groups for p in g["params"] if p.grad is not None]
     found = any(not bool(cl.isfinite(g).all()) for g in grads)
     if unscale_on_inf or not found:
         with cl.no_grad():
@@ -212,7 +213,20 @@ def _scaler(optimizer, scale, tracker, growth, backoff, interval, *, step_anyway
             if keep_inf or np.isfinite(grown):
                 scale = grown
             tracker = 0
-    return float(np.float32(scale)), tracker, step_anyway or not found
+    return (float(scale) if float64 else float(np.float32(scale))), tracker, step_anyway or not found
+
+
+def scaler_step_first_group_only(optimizer, scale, growth_tracker, growth_factor=2.0, backoff_factor=0.5,
+                                 growth_interval=2000):
+    """Looks at the first parameter group only: the others' gradients are neither checked nor unscaled."""
+    return _scaler(optimizer, scale, growth_tracker, growth_factor, backoff_factor, growth_interval,
+                   first_group_only=True)
+
+
+def scaler_step_float64_scale(optimizer, scale, growth_tracker, growth_factor=2.0, backoff_factor=0.5,
+                              growth_interval=2000):
+    """Keeps the new scale in float64: PyTorch's scale is a float32 tensor (0.3 * 3 is 0.8999999761581421)."""
+    return _scaler(optimizer, scale, growth_tracker, growth_factor, backoff_factor, growth_interval, float64=True)
 
 
 def scaler_step_steps_on_inf(optimizer, scale, growth_tracker, growth_factor=2.0, backoff_factor=0.5,
@@ -267,7 +281,8 @@ WRONG.update({
     "09.2": [CheckpointerNoRNG, CheckpointerNoOptimizer, CheckpointerNoScheduler, CheckpointerEpochStart,
              CheckpointerParametersOnly, CheckpointerInMemory],
     "09.3": [replace_head_only, freeze_after_replacing, replace_head_resnet18_width, freeze_head_weights_only],
-    "09.4": [scaler_step_steps_on_inf, scaler_step_no_unscale_on_inf, scaler_step_grows_early,
+    "09.4": [scaler_step_first_group_only, scaler_step_float64_scale,
+             scaler_step_steps_on_inf, scaler_step_no_unscale_on_inf, scaler_step_grows_early,
              scaler_step_keeps_tracker, scaler_step_grows_to_inf, scaler_step_calls_gradscaler],
 })
 
