@@ -612,13 +612,15 @@ print(f"{'from scratch, all layers':32}{acc_scratch:>26.3f}{t_scratch:>14.1f}s")
 # low precision also saves its inputs for backward in low precision, and saved activations are most of a
 # training step's memory.
 #
-# float16 has a narrow range: gradients smaller than 6e-8 round to zero. The **GradScaler** multiplies the loss
+# float16 has a narrow range: its smallest positive value is 2⁻²⁴ ≈ 6e-8, and gradients below half of that
+# (about 3e-8) round to zero. The **GradScaler** multiplies the loss
 # by a large scale (65,536 to start) so the gradients are large enough, then divides them by it before the
 # optimizer step. If any gradient came out inf or NaN the scale was too large: the step is skipped and the
 # scale halved. After 2,000 steps in a row without overflow it doubles, to use the range again.
 #
-# On a GPU, PyTorch's CPU default bfloat16 (float32's range, fewer digits) needs no scaler. numpy has no
-# bfloat16, so course_lib's autocast takes float16 on the CPU and the scaler matters.
+# PyTorch's autocast on the CPU uses bfloat16 by default: it has float32's range with fewer digits, so it needs
+# no scaler (the scaler is for float16, the usual choice on a GPU). numpy has no bfloat16, so course_lib's
+# autocast takes float16 on the CPU, and the scaler matters.
 
 # %% [markdown] id="ex-09-4-task"
 # ## Exercise 09.4 · the GradScaler's step and update (2 points)
@@ -1193,7 +1195,7 @@ for name, make in [("MLP (no graph)", lambda: MLP(16, 16, num_classes)),
     print(f"{name:15} test accuracy {curves[name][-1]:.1%}   ({EPOCHS} epochs in {time.perf_counter() - start:.1f} s)")
 
 # %% [markdown] id="sage-md"
-# The graph does the work: the MLP does little better than chance (25%, one community in four), the GCN
+# The graph does the work: the MLP stays near chance (25%, one community in four; about 35% in a full run), the GCN
 # classifies nearly every node, from the same features and the same 80 labels (the figure after B.5 shows
 # both curves).
 #
@@ -1206,8 +1208,9 @@ for name, make in [("MLP (no graph)", lambda: MLP(16, 16, num_classes)),
 # $$h_t' = W_{\text{self}}\, h_t + W_{\text{neigh}} \cdot \operatorname{mean}_{s \to t} h_s .$$
 #
 # The mean over incoming edges is one op: `scatter_reduce(0, index, messages, "mean", include_self=False)`
-# into zeros, with `index` the targets repeated along the feature dimension (scatter ops take an index of
-# the same shape as the values: `target[:, None].expand(-1, F)`). `include_self=False` matters twice: the
+# into zeros, with `index` the targets repeated along the feature dimension, `target[:, None].expand(-1, F)`:
+# a scatter op reduces only the positions its index covers, so an index of shape (E, 1) is accepted, without
+# an error, and reduces column 0 alone. `include_self=False` matters twice: the
 # zeros the result starts from take no part in the mean, and a node with no incoming edge keeps its zero
 # row. A mean treats a node with 3 neighbours and one with 300 alike, which is why GraphSAGE can also
 # **sample** a fixed number of neighbours per node on huge graphs (not done here).
