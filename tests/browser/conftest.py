@@ -1,15 +1,17 @@
 """Fixtures of the browser test: Chromium, Playwright, one JupyterLab server and every notebook's Run All.
 
 The notebooks the selected tests need are run once, in two browsers at a time (``COURSE_BROWSER_LANES``),
-over copies in a folder of their own; the screenshots, JupyterLab's log and the notebooks as JupyterLab
-saved them are kept in a folder named at the end of pytest's output (``COURSE_BROWSER_ARTIFACTS`` chooses it).
+over copies in a folder of their own (a cell tagged ``long``, a full training run, runs its shorter
+``grader_runs=`` version there, as in the other tests' Run All); the screenshots, JupyterLab's log and the
+notebooks as JupyterLab saved them are kept in a folder named at the end of pytest's output
+(``COURSE_BROWSER_ARTIFACTS`` chooses it).
 Without Chromium or Playwright the tests are skipped with the reason; in CI (``CI=true`` or
 ``COURSE_REQUIRE_ORACLE=1``) they fail instead.
 """
 from __future__ import annotations
 
+import json
 import os
-import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -70,6 +72,18 @@ def _longest_first(path: str) -> tuple:
     return Path(path).name, path
 
 
+def _copy_shortened(src: Path, dst: Path) -> None:
+    """Copy a notebook, the cells tagged ``long`` in its solutions notebook replaced by their shorter version."""
+    key = json.loads((ROOT / "solutions" / src.name).read_text(encoding="utf-8"))
+    short = {c["id"]: c["metadata"]["grader"]["runs_instead"] for c in key["cells"]
+             if "long" in c.get("metadata", {}).get("tags", []) and "grader" in c.get("metadata", {})}
+    nb = json.loads(src.read_text(encoding="utf-8"))
+    for c in nb["cells"]:
+        if c.get("id") in short:
+            c["source"] = short[c["id"]]
+    dst.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 @pytest.fixture(scope="session")
 def lab_runs(request, chromium, artifacts) -> dict:
     """path -> NotebookRun for every notebook a selected test asks for (parameter ``nb``)."""
@@ -79,7 +93,7 @@ def lab_runs(request, chromium, artifacts) -> dict:
     for folder in ("solutions", "notebooks"):
         (lab / folder).mkdir(parents=True, exist_ok=True)
         for nb in (ROOT / folder).glob("[0-9]*.ipynb"):
-            shutil.copy2(nb, lab / folder / nb.name)
+            _copy_shortened(nb, lab / folder / nb.name)
     server = LabServer(lab, artifacts / "jupyterlab.log")
     start = time.monotonic()
     server.start()
