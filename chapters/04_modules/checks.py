@@ -1450,7 +1450,8 @@ def _cache_probe(PrimitiveCache, capacity: int | None, seed: int | None, n_acces
           hint="keep an OrderedDict from key to value, least recently used first. On a hit: hits += 1, "
                "move_to_end(key), return the value. On a miss: misses += 1, value = create(), store it, and if "
                "there are now more than capacity entries, popitem(last=False). The default capacity is 1024.",
-          forbid={"functools.lru_cache": functools.lru_cache})
+          forbid={"functools.lru_cache": functools.lru_cache,
+                  "LibraryCache.fetch_or_create": LibraryCache.fetch_or_create})
 def _primitive_cache(rng):
     a, b, c = (1, 3, 8, 8), (2, 3, 8, 8), (4, 3, 8, 8)
     fixed = [(1, [a, a, b, a, b, b]), (2, [a, b, a, c, a, b, c, a]), (3, [a, b, c, a, (5, 3, 8, 8), b, a, c])]

@@ -1616,7 +1616,9 @@ check("04.11", select_conv_backend)
 # The check runs access sequences (a few short ones you can follow by hand, 1024 and 1025 distinct keys with the
 # default capacity, and random ones with locality) on your class and on a reference built on `functools.lru_cache`,
 # and compares what every call returned, how often `create` ran, and the counters. Do not use
-# `functools.lru_cache` (or `functools.cache`, which calls it): a `collections.OrderedDict` is enough.
+# `functools.lru_cache` (or `functools.cache`, which calls it): a `collections.OrderedDict` is enough. The
+# measurement below falls back on the chapter's own cache until yours works; its `fetch_or_create` is not
+# yours to use either.
 #
 # *Hint:* an `OrderedDict` keeps insertion order and has `move_to_end(key)` and `popitem(last=False)`, which
 # removes the oldest entry.
