@@ -131,6 +131,11 @@ class _Scope:
         return _Scope(dict(self.tensors), list(self.floats), list(self.ints))
 
 
+#: from this seed on, most inner ``backward()`` calls free the graph (no ``retain_graph``): the programs that
+#: exercise a backward compiled into the graph (``config.compiled_autograd``); lower seeds are unchanged
+FREEING_BACKWARD_SEEDS = 500_000
+
+
 class _Generator:
     """Writes one random program; ``features`` records what it used (for the coverage test)."""
 
@@ -535,7 +540,11 @@ class _Generator:
             return False
         self.features.add("backward_inside")
         self.emit(depth, f"if {x}.requires_grad:")
-        self.emit(depth + 1, f"({x} * {x}).sum().backward(retain_graph=True)")
+        if self.seed >= FREEING_BACKWARD_SEEDS and self.rng.random() < 0.8:
+            self.features.add("backward_frees_graph")
+            self.emit(depth + 1, f"({x} * {x}).sum().backward()")
+        else:
+            self.emit(depth + 1, f"({x} * {x}).sum().backward(retain_graph=True)")
         return True
 
     def st_error(self, depth: int, scope: _Scope) -> bool:
@@ -639,7 +648,7 @@ class _Generator:
             (1.5, self.st_append), (1.5, self.st_attr), (0.6, self.st_global_tensor),
             (0.3, self.st_helper), (0.25, self.st_error), (0.6, self.st_inplace), (0.4, self.st_no_grad),
             (0.6, self.st_detach), (0.4, self.st_join), (0.6, self.st_meta_read), (0.2, self.st_try),
-            (0.3, self.st_state_acc), (0.2, self.st_inner_backward),
+            (0.3, self.st_state_acc), (3.0 if self.seed >= FREEING_BACKWARD_SEEDS else 0.2, self.st_inner_backward),
         ]
         compound = [(2.0, self.st_if_tensor), (0.8, self.st_if_python), (1.2, self.st_loop)]
         for _ in range(count):

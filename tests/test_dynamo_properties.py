@@ -290,6 +290,43 @@ def test_random_programs_custom_backend_sees_the_graphs(seeds):
     assert sum(c.op_count for c in counters) > 5 * len(seeds)
 
 
+BACKWARD_IN_GRAPH_SEEDS = range(rp.FREEING_BACKWARD_SEEDS, rp.FREEING_BACKWARD_SEEDS + 400)
+# Programs of that range that differ from eager under "aot_eager" with or without the backward in the graph:
+# a backward through one output of a compiled graph frees everything the graph saved (one autograd node,
+# as torch's CompiledFunction), so a later backward through another output fails where eager's per-op
+# nodes still hold their values; or the graph saved a value an in-place op changes later (_SAVED_BY_GRAPH).
+_AOT_FREES_THE_WHOLE_GRAPH = frozenset({
+    500001, 500025, 500032, 500078, 500095, 500115, 500127, 500143, 500161, 500188, 500200, 500219, 500232,
+    500235, 500267, 500273, 500337, 500346, 500373})
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("seeds", _chunks(BACKWARD_IN_GRAPH_SEEDS, 200), ids=_ids(_chunks(BACKWARD_IN_GRAPH_SEEDS, 200)))
+@pytestmark_compiled
+def test_random_programs_with_the_backward_compiled_into_the_graph(seeds, backend, monkeypatch):
+    """``config.compiled_autograd`` (what ``mode="reduce-overhead"`` turns on): an inner ``backward()`` that
+    frees the graph is compiled into it when nothing else could tell; the programs still match eager
+    (values, errors, prints, ``.grad``), and the check counts how often the compiled backward really ran."""
+    from course_lib._dynamo import capture
+    from course_lib._dynamo.config import config
+
+    ran = []
+    real = capture.Capture._materialise_joint
+
+    def counting(self):
+        done = real(self)
+        ran.append(done)
+        return done
+    monkeypatch.setattr(capture.Capture, "_materialise_joint", counting)
+    monkeypatch.setattr(config, "compiled_autograd", True)
+    programs = [rp.generate_program(s) for s in seeds]
+    assert sum("backward_frees_graph" in p.features for p in programs) >= 0.15 * len(programs)
+    if backend == "aot_eager":
+        seeds = [s for s in seeds if s not in _AOT_FREES_THE_WHOLE_GRAPH]
+    rp.check_seeds(seeds, _compile_with(backend), backend, exact=False)
+    assert sum(ran) >= 20, f"the backward ran in the graph {sum(ran)} times of {len(ran)} tries"
+
+
 # ---------------------------------------------------------------------------------------------
 # guards, the cache limit, nested compiled functions
 # ---------------------------------------------------------------------------------------------

@@ -62,6 +62,7 @@ from .._ops.common import like_sequence
 from .._ops.dispatcher import grad_state
 from .._storage import Storage
 from .._tensor_base import TensorBase
+from ..autograd.graph import _FREED, Node, _fresh_copy
 from ..utils._python_dispatch import TorchDispatchMode, _defaults, _is_default
 from . import guards as _guards
 from .config import config
@@ -238,7 +239,7 @@ class _Step:
 class _End:
     """A graph break after a step: the graph's outputs, the compiled graph, and the next graph's root."""
 
-    __slots__ = ("outputs", "compiled", "gm", "next", "compile_time")
+    __slots__ = ("outputs", "compiled", "gm", "next", "compile_time", "tangent", "copy_grads")
 
     def __init__(self, outputs: tuple, compiled: Callable | None, gm, compile_time: float) -> None:
         self.outputs = outputs
@@ -262,6 +263,7 @@ class CodeCache:
         self.warned = False
         self.graphs: list = []    # every GraphModule compiled, in order
         self.last_reason = ""
+        self.backward_in_graph = False   # compile loss.backward() into the graph (besides config.compiled_autograd)
 
 
 # ---------------------------------------------------------------------------
@@ -438,6 +440,8 @@ class Capture(TorchDispatchMode):
     _seg_grad = None           # grad mode of the current graph (set by its first op)
     n_nodes = 0
     _ignores_types = True
+    _joint = None              # the loss whose backward the graph ending now computes (see backward_into_graph)
+    _joint_ran = False
 
     def __init__(self, cache: CodeCache, code, explain: list | None = None) -> None:
         self.cache = cache
@@ -978,6 +982,8 @@ class Capture(TorchDispatchMode):
             self.breaking = False
 
     def _materialise(self, forcing: TensorBase | None, storage: Storage | None) -> None:
+        if self._joint is not None and self._materialise_joint():
+            return
         # the lazy tensors still alive, in node order; the one that forced the break goes first
         alive = []
         order = []
@@ -1054,6 +1060,151 @@ class Capture(TorchDispatchMode):
         if not self.finishing:
             self._start_graph(end.next)
             self._seg_grad = None
+
+    # -- the backward in the graph (compiled autograd) -------------------------------------------
+    def backward_into_graph(self, tensors: tuple, grad_tensors: tuple, retain_graph: Any, create_graph: bool,
+                            inputs: Any, reason: str) -> bool:
+        """``loss.backward()`` on the graph's loss: end the graph with one program that computes its
+        outputs and the gradients of its leaf inputs, and store them in ``.grad`` as the engine would.
+
+        Returns False (nothing done) unless every gradient the engine would compute flows through this
+        graph and lands in a leaf whose ``.grad`` is None: one scalar loss computed here, no gradient
+        given, no ``retain_graph``/``create_graph``/``inputs``; no other live tensor of the graph that
+        requires grad; every graph input that requires grad a leaf without hooks.  Then the engine has
+        nothing else to do and nothing else could observe it.  The loss gets a ``grad_fn`` whose saved
+        values are freed, as after eager's backward; a graph whose backward saves nothing is left to
+        the engine (a second backward through it would succeed in eager)."""
+        if len(tensors) != 1 or grad_tensors[0] is not None or retain_graph or create_graph or inputs is not None:
+            return False
+        loss = tensors[0]
+        if not isinstance(loss, TensorBase) or loss._shape != () or not loss._requires_grad:
+            return False
+        st = loss._storage
+        j = loss.__dict__.get("_dynamo_node")
+        if st.__class__ is not _LazyStorage or st._capture is not self or st._root != j or not self.n_nodes:
+            return False
+        if self.cache.fullgraph or (not self.recorded and self.cache.entries >= config.recompile_limit):
+            return False
+        for _, r in self.lazies:
+            t = r()
+            if t is not None and t is not loss and t._requires_grad and t._storage._capture is self:
+                return False      # the engine would give it a grad_fn the program does not make
+            if t is not None and t._storage.__class__ is _LazyStorage and t._storage._root != t.__dict__.get(
+                    "_dynamo_node", -1):
+                return False      # a view inside the graph
+        for _, r in self.views.values():
+            t = r()
+            if t is not None and t.__dict__.get("grad_fn").__class__ is _LazyGradFn:
+                return False
+        for a in self.inputs:
+            if a._requires_grad and (a.grad_fn is not None or a._grad is not None or a._post_acc_hooks
+                                     or a.__dict__.get("_acc_keepalive") is not None):
+                return False
+        self._joint = loss
+        self._joint_ran = False
+        try:
+            self.graph_break((reason, _user_stack()), None)
+        finally:
+            self._joint = None
+        return self._joint_ran
+
+    def _materialise_joint(self) -> bool:
+        loss = self._joint
+        lj = loss.__dict__["_dynamo_node"]
+        alive = []
+        for j, r in self.lazies:
+            t = r()
+            if t is not None and t._storage.__class__ is _LazyStorage and t._storage._capture is self:
+                alive.append((j, t))
+        alive.sort(key=lambda p: p[0] != lj)      # the loss first, then node order
+        outputs = tuple(j for j, _ in alive) + ("backward",)
+        step = self.cursor
+        for end in step.ends:
+            if end.outputs == outputs:
+                break
+        else:
+            end = self._new_joint_end(step, outputs)
+        compiled = end.compiled
+        if compiled is None:
+            return False           # its backward saves nothing: the engine runs it
+        prev = grad_state.enabled
+        grad_state.enabled = False
+        try:
+            results = compiled(*self.inputs, end.tangent)
+        finally:
+            grad_state.enabled = prev
+        if results.__class__ is not tuple and results.__class__ is not list:
+            results = (results,)
+        in_storages = self.in_storages
+        n_out = len(alive)
+        for (j, t), v in zip(alive, results):
+            st = t._storage
+            _fill_storage(st, v, in_storages)
+            st._capture = None
+        node = _CompiledBackwardDone()
+        d = loss.__dict__
+        d["grad_fn"] = node
+        d["_output_nr"] = 0
+        grad_of, copy = end.copy_grads
+        inputs = self.inputs
+        for k, (i, g) in enumerate(zip(grad_of, results[n_out:])):
+            gst = g._storage
+            if (k in copy or g._offset or gst._size != g.numel() or gst.data is None or g._base is not None
+                    or not g.is_contiguous()):
+                g = _fresh_copy(g)
+            inputs[i]._grad = g
+        self._joint_ran = True
+        self._start_graph(end.next)
+        self._seg_grad = None
+        return True
+
+    def _new_joint_end(self, step: _Step, outputs: tuple) -> _End:
+        """Trace the joint forward+backward graph of the graph so far and compile it with the backend."""
+        from .._functorch.aot_autograd import trace_joint
+        gm = self._build_graph(step, outputs[:-1])
+        joint = trace_joint(gm.forward, *self.inputs)
+        jg = joint.module.graph
+        saves = any(n.meta.get("partitioner_tag") == "is_backward" and any(
+            a.op != "placeholder" and a.meta.get("partitioner_tag") != "is_backward"
+            or (a.op == "placeholder" and not a.target.startswith("tangents"))
+            for a in n.all_input_nodes) for n in jg.nodes)
+        if not saves or joint.mutated_inputs or joint.outputs_requiring_grad[1:] != (False,) * (len(outputs) - 2):
+            end = _End(outputs, None, None, 0.0)
+            step.ends.append(end)
+            return end
+        if not self.recorded:
+            self.recorded = True
+            self.cache.entries += 1
+        loss = self._joint
+        tangent = _make_tensor(Storage(np.ones(1, dtype=loss.dtype.np), loss.dtype, "cpu", size=1), 0, (), (),
+                               loss.dtype)
+        output = next(n for n in reversed(jg.nodes) if n.op == "output")
+        out_nodes = output.args[0]
+        n_out = len(outputs) - 1
+        # the program returns the forward outputs, then the gradients that exist (backends return tensors)
+        grad_of = tuple(i for i, g in enumerate(out_nodes[n_out:]) if g is not None)
+        grads = [out_nodes[n_out + i] for i in grad_of]
+        output.args = (tuple(out_nodes[:n_out]) + tuple(grads),)
+        joint.module.recompile()
+        seen: set = set()
+        copy = set()
+        for k, g in enumerate(grads):
+            if g in seen or _aliases_placeholder(g) or g in out_nodes[:n_out]:
+                copy.add(k)
+            seen.add(g)
+        start = time.perf_counter()
+        prev = grad_state.enabled
+        grad_state.enabled = False
+        try:
+            compiled = self.cache.backend(joint.module, [*self.inputs, tangent])
+        finally:
+            grad_state.enabled = prev
+        end = _End(outputs, compiled, joint.module, time.perf_counter() - start)
+        end.tangent = tangent
+        end.copy_grads = (grad_of, frozenset(copy))
+        self.cache.graphs.append(joint.module)
+        step.ends.append(end)
+        return end
 
     def _new_end(self, step: _Step, outputs: tuple) -> _End:
         if not outputs:
@@ -1361,11 +1512,45 @@ def _noop() -> None:
     pass
 
 
-def _engine_hook(reason: str) -> Callable[[], None]:
-    """Before the autograd engine runs: end the graph, run the engine's ops eagerly, then resume."""
+class _CompiledBackwardDone(Node):
+    """The ``grad_fn`` of a loss whose backward ran inside its compiled graph: as after eager's backward,
+    the values it saved are freed, so a second backward fails with eager's error."""
+
+    def name(self) -> str:
+        return "CompiledFunctionBackward"
+
+    def apply(self, grad_outputs: tuple) -> tuple:
+        raise RuntimeError(_FREED)
+
+
+def _aliases_placeholder(node) -> bool:
+    """May the graph output ``node`` share memory with a graph input (a view chain down to a placeholder)?"""
+    from .._inductor.compile_fx import _ALIASING
+    while True:
+        if node.op == "placeholder":
+            return True
+        if node.op != "call_function" or not node.args:
+            return False
+        target = node.target
+        name = getattr(target, "name", getattr(target, "__name__", ""))
+        if not (getattr(target, "is_view", False) or name in _ALIASING):
+            return False
+        node = node.args[0]
+        if not hasattr(node, "op"):
+            return False
+
+
+def _engine_hook(reason: str, tensors: tuple = (), grad_tensors: tuple = (), retain_graph: Any = None,
+                 create_graph: bool = False, inputs: Any = None) -> Callable[[], None] | None:
+    """Before the autograd engine runs: end the graph, run the engine's ops eagerly, then resume.  With the
+    backward compiled into the graph (``config.compiled_autograd``, ``mode="reduce-overhead"``) the graph
+    may compute the gradients itself: then None, and the engine does not run."""
     cap = current_capture()
     if cap is None or cap.breaking or cap.disabled:
         return _noop
+    if tensors and (config.compiled_autograd or cap.cache.backward_in_graph) and cap.backward_into_graph(
+            tensors, grad_tensors, retain_graph, create_graph, inputs, reason):
+        return None
     cap.graph_break((reason, _user_stack()), None)
     cap.disabled = True
 

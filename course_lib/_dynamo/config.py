@@ -3,6 +3,11 @@
 ``recompile_limit`` (torch 2.13's name; ``cache_size_limit`` is the same setting under its older
 name): how many cache entries one function may collect before a failed guard makes the call run
 eagerly, with a warning.
+
+``compiled_autograd`` (torch's ``torch._dynamo.config.compiled_autograd``): ``loss.backward()`` on a
+loss computed in the graph compiles the backward into the graph (one program computes the loss and
+the gradients) instead of ending the graph and running the autograd engine.  ``mode="reduce-overhead"``
+turns it on for the functions it compiles.
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ class _Config:
     def __init__(self) -> None:
         self.recompile_limit: int = 8
         self.verbose: bool = False
+        self.compiled_autograd: bool = False
 
     @property
     def cache_size_limit(self) -> int:
@@ -26,7 +32,8 @@ class _Config:
         self.recompile_limit = value
 
     def __repr__(self) -> str:
-        return f"config(recompile_limit={self.recompile_limit}, verbose={self.verbose})"
+        return (f"config(recompile_limit={self.recompile_limit}, verbose={self.verbose}, "
+                f"compiled_autograd={self.compiled_autograd})")
 
 
 config = _Config()

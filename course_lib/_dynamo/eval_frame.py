@@ -39,6 +39,7 @@ def _cache_for(fn: Callable, code: Any, backend: Any, dynamic: bool, fullgraph: 
         where = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else "?"
         cache = _CACHES[key] = _capture.CodeCache(lookup_backend(backend, mode, options), dynamic, fullgraph,
                                                   name, where)
+        cache.backward_in_graph = mode == "reduce-overhead"   # the step's backward joins its graph
     return cache
 
 

@@ -21,7 +21,8 @@ __all__ = ["backward", "grad", "Function", "gradcheck", "gradgradcheck", "no_gra
 
 
 # Set by course_lib._dynamo: graph capture ends its graph before the engine runs, and the engine's
-# ops run eagerly; the hook returns the function that resumes capture.
+# ops run eagerly; the hook returns the function that resumes capture, or None when the capture
+# computed the gradients itself (the backward compiled into the graph: see ``_dynamo.capture``).
 _pre_engine_hook = None
 
 
@@ -49,7 +50,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if _pre_engine_hook is None:
         engine.run_backward(outs, grads, retain_graph, create_graph, inputs=ins, accumulate=True)
         return
-    resume = _pre_engine_hook("Tensor.backward() runs the autograd engine")
+    resume = _pre_engine_hook("Tensor.backward() runs the autograd engine", outs, grads, retain_graph,
+                              create_graph, ins)
+    if resume is None:
+        return
     try:
         engine.run_backward(outs, grads, retain_graph, create_graph, inputs=ins, accumulate=True)
     finally:

@@ -1,0 +1,200 @@
+"""The backward compiled into the graph (``config.compiled_autograd``, on for ``mode="reduce-overhead"``).
+
+``loss.backward()`` on a scalar loss the graph computed ends the graph with one program returning the
+loss and the gradients of its leaf inputs; the engine does not run.  It must look exactly like
+eager: the same ``.grad`` values, the loss's ``grad_fn`` with its saved values freed, and every case
+where the engine would do something the program cannot (hooks, a gradient to accumulate into,
+another tensor that needs a ``grad_fn``, ``retain_graph``, a graph that saves nothing) left to the
+engine.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import course_lib as cl
+import course_lib._dynamo as dynamo
+import course_lib.nn.functional as F
+from course_lib._dynamo import capture
+from course_lib._dynamo.config import config
+
+
+@pytest.fixture(autouse=True)
+def backward_in_graph(monkeypatch):
+    dynamo.reset()
+    ran: list[bool] = []
+    real = capture.Capture._materialise_joint
+
+    def counting(self):
+        done = real(self)
+        ran.append(done)
+        return done
+    monkeypatch.setattr(capture.Capture, "_materialise_joint", counting)
+    monkeypatch.setattr(config, "compiled_autograd", True)
+    yield ran
+    dynamo.reset()
+
+
+def _params(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    shapes = [(8, 6), (8,), (3, 8), (3,)]
+    return [cl.tensor(rng.standard_normal(s).astype(np.float32), requires_grad=True) for s in shapes]
+
+
+def _data(seed: int = 1):
+    rng = np.random.default_rng(seed)
+    return cl.tensor(rng.standard_normal((5, 6)).astype(np.float32)), cl.tensor(rng.integers(0, 3, 5))
+
+
+def _loss(w1, b1, w2, b2, x, y):
+    return F.cross_entropy(F.linear(F.relu(F.linear(x, w1, b1)), w2, b2), y)
+
+
+def _train(compiled: bool, steps: int = 4, backend: str = "aot_eager"):
+    params = _params()
+    x, y = _data()
+    opt = cl.optim.SGD(params, lr=0.1)
+
+    def step():
+        opt.zero_grad()
+        loss = _loss(*params, x, y)
+        loss.backward()
+        opt.step()
+        return loss
+    fn = cl.compile(step, backend=backend) if compiled else step
+    losses = [fn().item() for _ in range(steps)]
+    return losses, [p.detach().numpy().copy() for p in params], [p.grad.numpy().copy() for p in params]
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_training_step_matches_eager_with_one_program_for_forward_and_backward(backend, backward_in_graph):
+    eager = _train(False)
+    got = _train(True, backend=backend)
+    np.testing.assert_allclose(got[0], eager[0], rtol=1e-6)
+    for a, b in zip(got[1] + got[2], eager[1] + eager[2]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    assert backward_in_graph and all(backward_in_graph), backward_in_graph
+    (cache,) = dynamo.eval_frame._CACHES.values()
+    assert len(cache.graphs) == 1 and cache.entries == 1      # compiled once, then cache hits
+
+
+def test_reduce_overhead_turns_it_on_and_the_inductor_program_matches_eager(monkeypatch, backward_in_graph):
+    pytest.importorskip("numba")
+    monkeypatch.setattr(config, "compiled_autograd", False)
+    params = _params()
+    x, y = _data()
+    opt = cl.optim.SGD(params, lr=0.1)
+
+    def step():
+        opt.zero_grad()
+        loss = _loss(*params, x, y)
+        loss.backward()
+        opt.step()
+        return loss
+    losses = [cl.compile(step, mode="reduce-overhead")().item() for _ in range(3)]
+    eager = _train(False, steps=3)
+    np.testing.assert_allclose(losses, eager[0], rtol=1e-5)
+    for p, e in zip(params, eager[1]):
+        np.testing.assert_allclose(p.detach().numpy(), e, rtol=1e-5, atol=1e-6)
+    assert backward_in_graph == [True] * 3
+    # the default mode keeps torch's behaviour: the graph ends at backward and the engine runs
+    dynamo.reset()
+    backward_in_graph.clear()
+    cl.compile(step, backend="aot_eager")()
+    assert backward_in_graph == []
+
+
+def _outcome(fn, *args):
+    try:
+        out = fn(*args)
+        return ("ok", None if out is None else np.asarray(out.detach().numpy()).copy())
+    except Exception as e:   # noqa: BLE001
+        return ("raise", type(e).__name__, str(e))
+
+
+def test_the_loss_keeps_a_grad_fn_whose_saved_values_are_freed(backward_in_graph):
+    def f(a, b):
+        loss = (a.sin() * b).sum()
+        loss.backward()
+        return loss
+
+    results = []
+    for fn in (f, cl.compile(f, backend="aot_eager")):
+        a = cl.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        b = cl.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        loss = fn(a, b)
+        assert loss.requires_grad and not loss.is_leaf and loss.grad_fn is not None
+        with pytest.raises(RuntimeError) as err:
+            loss.backward()
+        results.append((loss.item(), a.grad.numpy().tolist(), b.grad.numpy().tolist(), str(err.value)))
+    assert results[0][3] == results[1][3]
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-6)
+    np.testing.assert_allclose(results[0][2], results[1][2], rtol=1e-6)
+    assert "backward through the graph a second time" in results[1][3]
+    assert backward_in_graph == [True]
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_two_leaves_given_the_same_gradient_get_their_own_tensors(backend, backward_in_graph):
+    def f(a, b, k):
+        ((a + b) * k).sum().backward()     # add's backward hands one tensor to both leaves
+
+    got = []
+    for fn in (f, cl.compile(f, backend=backend)):
+        a = cl.tensor([1.0, 2.0], requires_grad=True)
+        b = cl.tensor([0.0, 1.0], requires_grad=True)
+        k = cl.tensor([3.0, 4.0])
+        fn(a, b, k)
+        got.append((a.grad.numpy().tolist(), b.grad.numpy().tolist()))
+        a.grad.add_(1.0)        # a gradient is shared with nothing else: not b.grad, not k
+        assert b.grad.numpy().tolist() == got[-1][1] and k.numpy().tolist() == [3.0, 4.0]
+    assert got[0] == got[1] == ([3.0, 4.0], [3.0, 4.0])
+    assert backward_in_graph == [True]
+
+
+@pytest.mark.parametrize("case", ["accumulate", "hook", "post_accumulate_hook", "retain_graph", "live_output",
+                                  "non_leaf_input", "saves_nothing", "gradient_given"])
+def test_what_only_the_engine_can_do_is_left_to_it(case, backward_in_graph):
+    calls = []
+
+    def make(a, w):
+        if case == "accumulate":
+            a.grad = cl.ones(3)
+        if case == "hook":
+            a.register_hook(lambda g: calls.append(g.numpy().tolist()))
+        if case == "post_accumulate_hook":
+            a.register_post_accumulate_grad_hook(lambda t: calls.append(t.grad.numpy().tolist()))
+
+    def f(a, w):
+        h = (a * w).tanh()
+        if case == "saves_nothing":
+            loss = (a + w).sum()
+        else:
+            loss = (h * 2).sum()
+        if case == "retain_graph":
+            loss.backward(retain_graph=True)
+        elif case == "gradient_given":
+            loss.backward(cl.tensor(2.0))
+        else:
+            loss.backward()
+        return h if case == "live_output" else loss
+
+    outcomes = []
+    for compiled in (False, True):
+        dynamo.reset()
+        calls.clear()
+        a = cl.tensor([0.1, -0.4, 0.9], requires_grad=True)
+        w = cl.tensor([1.5, 0.5, -2.0], requires_grad=True)
+        make(a, w)
+        fn = cl.compile(f, backend="aot_eager") if compiled else f
+        if case == "non_leaf_input":
+            a2 = a * 1.0
+            out = _outcome(fn, a2, w)
+        else:
+            out = _outcome(fn, a, w)
+        again = _outcome(lambda: (fn(a, w) if case == "saves_nothing" else None))
+        outcomes.append((out[0], np.round(out[1], 6).tolist() if out[0] == "ok" and out[1] is not None else out,
+                         np.round(a.grad.numpy(), 6).tolist() if a.grad is not None else None,
+                         np.round(w.grad.numpy(), 6).tolist(), [np.round(c, 6).tolist() for c in calls], again[0]))
+    assert outcomes[0] == outcomes[1]
+    assert True not in backward_in_graph, case
