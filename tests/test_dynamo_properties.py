@@ -301,7 +301,8 @@ _AOT_FREES_THE_WHOLE_GRAPH = frozenset({
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
-@pytest.mark.parametrize("seeds", _chunks(BACKWARD_IN_GRAPH_SEEDS, 200), ids=_ids(_chunks(BACKWARD_IN_GRAPH_SEEDS, 200)))
+@pytest.mark.parametrize("seeds", _chunks(BACKWARD_IN_GRAPH_SEEDS, 200),
+                         ids=_ids(_chunks(BACKWARD_IN_GRAPH_SEEDS, 200)))
 @pytestmark_compiled
 def test_random_programs_with_the_backward_compiled_into_the_graph(seeds, backend, monkeypatch):
     """``config.compiled_autograd`` (what ``mode="reduce-overhead"`` turns on): an inner ``backward()`` that
