@@ -505,3 +505,47 @@ def test_reshape_of_a_permuted_tensor_fuses_its_clone():
     c = compile_fx(make_fx(g)(x), [x])
     out = c(x)
     np.testing.assert_allclose((out[0] if isinstance(out, (list, tuple)) else out).numpy(), g(x).numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("target", [[0, 1, 2, 3, -100, 1], [-100] * 6, [0, 1, 2, 3, 4, 1], [0, -3, 2, 3, 4, 1]])
+def test_nll_loss_forward_and_backward_kernels_match_eager_values_and_errors(reduction, target):
+    """The joint graph of nll_loss(log_softmax(x)): ignored targets, all ignored (mean: nan), and an
+    out-of-range target (eager's IndexError, from forward and backward alike)."""
+    import warnings
+
+    import course_lib.nn.functional as F
+    from course_lib._functorch.aot_autograd import trace_joint
+
+    x = cl.tensor(np.random.default_rng(0).standard_normal((6, 4)).astype(np.float32), requires_grad=True)
+    y = cl.tensor(target)
+
+    def f(x, y):
+        return F.nll_loss(x.log_softmax(1), y, reduction=reduction)
+    program = compile_fx(trace_joint(f, x, y).module, [x, y, cl.ones(())])
+
+    def outcome(run):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                loss, grad = run()[:2]   # (the joint graph gives y None)
+            return ("ok", loss.item(), grad.numpy().tolist())
+        except IndexError as e:
+            return ("raise", str(e))
+
+    def eager():
+        loss = f(x, y)
+        loss.backward()
+        grad, x.grad = x.grad, None
+        return loss, grad
+
+    def compiled():
+        with cl.no_grad():
+            return program(x, y, cl.ones(()))
+    want, got = outcome(eager), outcome(compiled)
+    assert want[0] == got[0]
+    if want[0] == "raise":
+        assert got == want
+    else:
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-6, equal_nan=True)
+        np.testing.assert_allclose(got[2], want[2], rtol=1e-6, atol=1e-7, equal_nan=True)

@@ -90,5 +90,20 @@ def lookup_backend(backend: str | Callable, mode: str | None = None, options: di
                              "available backends.")
     fn = _BACKENDS[backend]
     if backend == "inductor" and mode is not None:
-        return lambda gm, inputs: fn(gm, inputs, mode=mode)
+        def with_mode(gm: Any, inputs: Sequence[Any]) -> Callable:
+            return fn(gm, inputs, mode=mode)
+        with_mode.compile_inference = lambda gm, inputs: _compile_fx(gm, inputs, mode)
+        return with_mode
     return fn
+
+
+def _compile_fx(gm: Any, inputs: Sequence[Any], mode: str | None = None) -> Callable:
+    from .._inductor.compile_fx import compile_fx
+    if mode in (None, "default", "max-autotune", "max-autotune-no-cudagraphs"):
+        return compile_fx(gm, inputs)
+    return compile_fx(gm, inputs, mode=mode)
+
+
+# A graph that needs no autograd (the forward and backward compiled together, run under no_grad) skips
+# the AOT layer: ``compile_inference(gm, example_inputs)`` compiles it as is.
+inductor.compile_inference = _compile_fx

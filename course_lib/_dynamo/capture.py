@@ -1196,7 +1196,8 @@ class Capture(TorchDispatchMode):
         prev = grad_state.enabled
         grad_state.enabled = False
         try:
-            compiled = self.cache.backend(joint.module, [*self.inputs, tangent])
+            backend = self.cache.backend
+            compiled = getattr(backend, "compile_inference", backend)(joint.module, [*self.inputs, tangent])
         finally:
             grad_state.enabled = prev
         end = _End(outputs, compiled, joint.module, time.perf_counter() - start)

@@ -369,35 +369,71 @@ def _plain_nll(args: tuple, weight_at: int) -> bool:
             and t.dtype == np.int64 and args[weight_at - 1] is None and args[weight_at] in (1, 2))
 
 
-def _nll_picked(x: np.ndarray, t: np.ndarray, ignore_index: int) -> tuple[np.ndarray, np.ndarray]:
-    valid = t != ignore_index
-    tt = np.where(valid, t, 0)
-    if tt.size and (tt.min() < 0 or tt.max() >= x.shape[1]):
-        raise IndexError(f"Target {tt[(tt < 0) | (tt >= x.shape[1])][0]} is out of bounds.")
-    return tt, valid
+_NLL: dict[str, Any] = {}
+
+
+def _nll_kernels() -> dict[str, Any]:
+    """Two small numba loops for ``nll_loss`` forward and backward (a training step's loss is a handful of
+    numpy calls otherwise, each with its own overhead).  They return the first out-of-range row, or -1."""
+    if not _NLL:
+        from numba import njit
+
+        @njit(nogil=True)
+        def forward(x, t, ignore_index):  # pragma: no cover - compiled by numba
+            n, c = x.shape
+            s = 0.0
+            total = 0
+            for i in range(n):
+                ti = t[i]
+                if ti == ignore_index:
+                    continue
+                if ti < 0 or ti >= c:
+                    return s, total, i
+                s -= x[i, ti]
+                total += 1
+            return s, total, -1
+
+        @njit(nogil=True)
+        def backward(coef, t, ignore_index, out):  # pragma: no cover - compiled by numba
+            n, c = out.shape
+            for i in range(n):
+                ti = t[i]
+                if ti != ignore_index and (ti < 0 or ti >= c):
+                    return i
+            for i in range(n):
+                for j in range(c):
+                    out[i, j] = 0
+                ti = t[i]
+                if ti != ignore_index:
+                    out[i, ti] = coef
+            return -1
+        _NLL["forward"], _NLL["backward"] = forward, backward
+    return _NLL
 
 
 def _nll_forward(x: np.ndarray, t: np.ndarray, reduction: int, ignore_index: int) -> tuple[np.ndarray, np.ndarray]:
-    """``nll_loss_forward`` for ``_plain_nll`` arguments, in numpy: (loss, total weight)."""
-    tt, valid = _nll_picked(x, t, ignore_index)
-    w = valid.astype(x.dtype)
-    total = np.asarray(w.sum(), x.dtype)
-    loss = -(x[np.arange(x.shape[0]), tt] * w).sum()
+    """``nll_loss_forward`` for ``_plain_nll`` arguments: (loss, total weight)."""
+    s, n, bad = _nll_kernels()["forward"](x, t, ignore_index)
+    if bad >= 0:
+        raise IndexError(f"Target {t[bad]} is out of bounds.")
+    total = np.asarray(n, x.dtype)
+    loss = np.asarray(s, x.dtype)
     if reduction == 1:
         with np.errstate(invalid="ignore", divide="ignore"):
-            loss = loss / total
-    return np.asarray(loss, x.dtype), total
+            loss = np.asarray(loss / total, x.dtype)
+    return loss, total
 
 
 def _nll_backward(g: np.ndarray, t: np.ndarray, total: np.ndarray, reduction: int, ignore_index: int,
                   out: np.ndarray) -> np.ndarray:
     """``nll_loss_backward`` for ``_plain_nll`` arguments, into ``out``."""
-    tt, valid = _nll_picked(out, t, ignore_index)
-    coef = -valid.astype(out.dtype) * g
+    coef = -np.asarray(g, out.dtype).reshape(())
     if reduction == 1:
-        coef = coef / total
-    out.fill(0)
-    out[np.arange(out.shape[0]), tt] = coef
+        with np.errstate(invalid="ignore", divide="ignore"):
+            coef = coef / total
+    bad = _nll_kernels()["backward"](coef.item(), t, ignore_index, out)
+    if bad >= 0:
+        raise IndexError(f"Target {t[bad]} is out of bounds.")
     return out
 
 
