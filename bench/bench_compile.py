@@ -21,8 +21,9 @@ Target: the compiled course_lib row >= 4x faster than the eager course_lib row.
    returning the loss and the gradients, then the SGD update (``p.sub_(lr * g)``, traced by
    ``make_fx``) compiled the same way.  Target: >= 2.5x faster than the eager step.  A third row
    compiles the eager step itself with ``course_lib.compile(step, mode="reduce-overhead")``: the
-   forward is one graph, ``loss.backward()`` a graph break (the compiled backward runs in the
-   autograd engine) and ``opt.step()`` runs after it, as under ``torch.compile``.
+   forward is captured while the step runs, ``loss.backward()`` joins its graph (the mode turns on
+   ``config.compiled_autograd``: one program returns the loss and the gradients, the engine does not
+   run), and ``opt.step()`` runs after it, op by op.
 The small ResNet training step (chapter 04's model) is in ``bench/resnet_step.py``: it has no
 numpy floor, which every workload ``run.py`` discovers must have (``python bench/compile_table.py
 --harness`` times it through the harness).
@@ -299,7 +300,7 @@ def mlp_step_compiled(quick: bool):
 
 @workload("MLP 64-64-64-10 step, batch 32, SGD (course_lib.compile)", rtol=1e-4, atol=1e-5,
           note="course_lib.compile(step, mode='reduce-overhead') of the whole eager step (zero_grad, forward, "
-               "backward, opt.step; it breaks at backward as torch.compile does) vs torch eager; "
+               "backward compiled into the forward's graph, opt.step op by op) vs torch eager; "
                "target: course_lib >= 2.5x faster than the eager row")
 def mlp_step_dynamo(quick: bool):
     return _mlp_workload(quick, compiled="compile")

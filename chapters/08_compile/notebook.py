@@ -1113,8 +1113,14 @@ else:
 # is a few hundred dispatcher calls. `mode="reduce-overhead"` (in PyTorch: CUDA graphs) replays each captured
 # graph with preallocated buffers, skipping the dispatcher, autograd's bookkeeping and the allocation of every
 # temporary inside it; in course_lib the generated wrapper calls numpy directly, with `out=` buffers kept from the
-# first call. What runs between the graphs still pays the full per-op price. Here it is for an MLP 64-64-64-10,
-# batch 32, plain SGD, timed in this process (course_lib only).
+# first call. In course_lib this mode also compiles `loss.backward()` into the graph, which PyTorch does when you
+# set `torch._dynamo.config.compiled_autograd = True` (course_lib has the same switch,
+# `course_lib._dynamo.config.compiled_autograd`). The forward and the backward then run as one generated program
+# (the joint graph of section 6), and the gradients go into `.grad` as AccumulateGrad would put them. This happens
+# only when the engine would do nothing more than that: no hooks, every `.grad` still None, no `retain_graph`, and
+# no other tensor of the graph still alive that needs a `grad_fn`. Otherwise the graph ends and the engine runs,
+# as in the default mode. What runs between the graphs still pays the full per-op price. Here it is for an MLP
+# 64-64-64-10, batch 32, plain SGD, timed in this process (course_lib only).
 
 # %% id="measure-overhead" tags=["long"] grader_runs="print('`course grade` skips the measurement (it compiles with numba)')"
 from course_lib import nn, optim
@@ -1174,11 +1180,13 @@ if len(results) == 2:
 # - on the small MLP nothing is memory-bound: all a compiler can win is the per-op Python path, paid a few
 #   hundred times a step. How much it wins depends on the graphs: each break (`explain` listed them) is a return
 #   to Python, and what runs between graphs runs eagerly. course_lib checks `cross_entropy`'s targets on every
-#   call before it runs the graph (a bad target raises where eager raises it), so the loss stays in the graph;
-#   `loss.backward()` ends it and runs the autograd engine (through the compiled backward), and the optimizer's
-#   updates then run eagerly, one op at a time, with all their per-op overhead. That is why this step is not yet
-#   faster compiled than eager in course_lib. Dynamo breaks on `loss.backward()` too, but captures the optimizer's
-#   updates as a second graph; PyTorch's `compiled_autograd` exists to capture the backward as well;
+#   call before it runs the graph (a bad target raises where eager raises it), so the loss stays in the graph.
+#   `explain` compiles with the default settings, and there `loss.backward()` ends the graph and runs the autograd
+#   engine (through the compiled backward). Under `reduce-overhead` the backward joins the graph instead, so
+#   autograd's per-node work is gone too. What is left is the step's own Python: each op is replayed against the
+#   recording (no graph node and no meta run, but still a Python call), and the optimizer's updates run eagerly,
+#   one op at a time. Dynamo also breaks on `loss.backward()` by default, and it captures the optimizer's updates
+#   as a second graph;
 # - compiling costs seconds, and every recompilation costs them again: it pays for a function called thousands
 #   of times with the same shapes, which is what training is. The seed's ResNet table shows it: the first epoch
 #   compiled takes twice as long as eager (12.2 s against 5.7 s), the later ones about as long, and accuracy is the

@@ -62,6 +62,7 @@ from .._ops.common import like_sequence
 from .._ops.dispatcher import grad_state
 from .._storage import Storage
 from .._tensor_base import TensorBase
+from .._tensor_base import contiguous_strides as _contiguous
 from ..autograd.graph import _FREED, Node, _fresh_copy
 from ..utils._python_dispatch import TorchDispatchMode, _defaults, _is_default
 from . import guards as _guards
@@ -1103,7 +1104,7 @@ class Capture(TorchDispatchMode):
         self._joint = loss
         self._joint_ran = False
         try:
-            self.graph_break((reason, _user_stack()), None)
+            self.graph_break((reason, _user_stack() if self.explain is not None else []), None)
         finally:
             self._joint = None
         return self._joint_ran
@@ -1148,9 +1149,10 @@ class Capture(TorchDispatchMode):
         grad_of, copy = end.copy_grads
         inputs = self.inputs
         for k, (i, g) in enumerate(zip(grad_of, results[n_out:])):
+            # stolen as eager's AccumulateGrad steals a gradient nobody else holds: a whole, contiguous storage
             gst = g._storage
-            if (k in copy or g._offset or gst._size != g.numel() or gst.data is None or g._base is not None
-                    or not g.is_contiguous()):
+            if (k in copy or g._offset or g._base is not None or gst.data is None or g._stride != _contiguous(g._shape)
+                    or gst._size != _numel(g._shape)):
                 g = _fresh_copy(g)
             inputs[i]._grad = g
         self._joint_ran = True
@@ -1288,6 +1290,13 @@ class Capture(TorchDispatchMode):
                     _rename(values[j], name)
         g.output(tuple(values[j] for j in outputs))
         return GraphModule(Module(), g)
+
+
+def _numel(shape: tuple) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
 
 
 def _make_tensor(st, offset, shape, stride, dtype):

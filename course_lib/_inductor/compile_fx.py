@@ -31,7 +31,8 @@ __all__ = ["compile_fx", "CompiledFxGraph"]
 
 
 def _np(t: Tensor) -> np.ndarray:
-    return t.numpy(force=True)
+    a = t._np_cache        # (the cached array of a tensor with values: the hot path of every call)
+    return a if a is not None and t._storage.data is not None else t.numpy(force=True)
 
 
 def _flat(a: np.ndarray) -> np.ndarray:
