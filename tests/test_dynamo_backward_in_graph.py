@@ -198,3 +198,22 @@ def test_what_only_the_engine_can_do_is_left_to_it(case, backward_in_graph):
                          np.round(w.grad.numpy(), 6).tolist(), [np.round(c, 6).tolist() for c in calls], again[0]))
     assert outcomes[0] == outcomes[1]
     assert True not in backward_in_graph, case
+
+
+def test_dynamic_shapes_keep_the_engine(backward_in_graph):
+    """dynamic=True replays one path for many sizes; the joint program is traced for one, so it is not used."""
+    def f(w, x):
+        loss = (x @ w).tanh().sum()
+        loss.backward()
+        return loss
+
+    fn = cl.compile(f, backend="aot_eager", dynamic=True)
+    for n in (3, 5, 4):
+        got, want = [], []
+        for g, out in ((fn, got), (f, want)):
+            w = cl.tensor(np.linspace(-1, 1, n * 2, dtype=np.float32).reshape(n, 2), requires_grad=True)
+            x = cl.tensor(np.linspace(0, 1, 3 * n, dtype=np.float32).reshape(3, n))
+            out.extend([g(w, x).item(), w.grad.numpy().copy()])
+        assert got[0] == pytest.approx(want[0], rel=1e-6)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
+    assert True not in backward_in_graph

@@ -1084,8 +1084,8 @@ class Capture(TorchDispatchMode):
         j = loss.__dict__.get("_dynamo_node")
         if st.__class__ is not _LazyStorage or st._capture is not self or st._root != j or not self.n_nodes:
             return False
-        if self.cache.fullgraph or (not self.recorded and self.cache.entries >= config.recompile_limit):
-            return False
+        if self.cache.fullgraph or self.dynamic or (not self.recorded and self.cache.entries >= config.recompile_limit):
+            return False          # (dynamic=True: the joint graph is traced for this call's sizes)
         for _, r in self.lazies:
             t = r()
             if t is not None and t is not loss and t._requires_grad and t._storage._capture is self:
