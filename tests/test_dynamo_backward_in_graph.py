@@ -217,3 +217,68 @@ def test_dynamic_shapes_keep_the_engine(backward_in_graph):
         assert got[0] == pytest.approx(want[0], rel=1e-6)
         np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
     assert True not in backward_in_graph
+
+
+class _Twice(cl.autograd.Function):
+    """A custom backward that is not the derivative of the forward: only the engine can run it."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 2.0 * x
+
+
+@pytest.mark.parametrize("compiled_autograd", [True, False])
+@pytest.mark.parametrize("case", ["custom_function", "module_full_backward_hook", "identity_function"])
+def test_custom_functions_and_module_backward_hooks_on_graph_values(case, compiled_autograd, monkeypatch,
+                                                                    backward_in_graph):
+    """A custom autograd.Function (or the one behind a module's full backward hook) applied to a value the graph
+    has not computed yet ends the graph first, so its node's edges lead to real autograd nodes; the backward
+    then runs its own formula and calls the hook, as in eager."""
+    from course_lib import nn
+
+    monkeypatch.setattr(config, "compiled_autograd", compiled_autograd)
+    calls = []
+    lin = nn.Linear(2, 1)
+    with cl.no_grad():
+        lin.weight.copy_(cl.tensor([[0.5, -1.5]]))
+        lin.bias.fill_(0.25)
+    lin.register_full_backward_hook(lambda mod, gi, go: calls.append(round(go[0].sum().item(), 6)))
+
+    class Identity(cl.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            calls.append("identity backward")
+            return g * 3
+
+    def f(w, x):
+        h = (x * w).tanh()
+        if case == "custom_function":
+            loss = _Twice.apply(h * 3).sum()
+        elif case == "identity_function":
+            loss = (Identity.apply(h) * 2).sum()
+        else:
+            loss = lin(h.reshape(1, 2)).sum()
+        loss.backward()
+        return loss
+
+    outcomes = []
+    for fn in (f, cl.compile(f, backend="aot_eager")):
+        dynamo.reset()
+        calls.clear()
+        lin.zero_grad()
+        w = cl.tensor([0.3, -0.7], requires_grad=True)
+        loss = fn(w, cl.tensor([1.0, 2.0]))
+        outcomes.append((round(loss.item(), 6), np.round(w.grad.numpy(), 6).tolist(), list(calls)))
+    assert outcomes[0] == outcomes[1]
+    assert case == "custom_function" or outcomes[0][2], "the hook or the custom backward ran"
+    assert True not in backward_in_graph

@@ -118,6 +118,12 @@ class Function(metaclass=FunctionMeta):
         tensor_args = [a for a in args if isinstance(a, Tensor)]
         needs = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         record = grad_state.enabled and any(needs)
+        if record:
+            for a in tensor_args:
+                if a._requires_grad and getattr(a._storage, "_capture", None) is not None:
+                    # a value graph capture has not computed yet (course_lib.compile): reading it ends the
+                    # graph, so this node's edges lead to real autograd nodes, as in eager
+                    a._storage.data  # noqa: B018
         node = cls._backward_cls()
         Node.__init__(node, ())
         node.needs_input_grad = needs
@@ -154,6 +160,10 @@ class Function(metaclass=FunctionMeta):
 
 def _alias(t):
     from .._tensor import Tensor
+    if getattr(t._storage, "_capture", None) is not None:
+        # a value graph capture has not computed yet (course_lib.compile): reading it ends the graph, so the
+        # alias is of a real tensor, as in eager
+        t._storage.data  # noqa: B018
     a = Tensor._make(t._storage, t._offset, t._shape, t._stride, t.dtype, t._base, t._vc)
     a._np_cache = t._np_cache
     return a
