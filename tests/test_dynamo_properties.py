@@ -300,9 +300,15 @@ _AOT_FREES_THE_WHOLE_GRAPH = frozenset({
     500235, 500267, 500273, 500337, 500346, 500373})
 
 
-@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
-@pytest.mark.parametrize("seeds", _chunks(BACKWARD_IN_GRAPH_SEEDS, 200),
-                         ids=_ids(_chunks(BACKWARD_IN_GRAPH_SEEDS, 200)))
+# 200 programs with backend "eager", the first 100 of them with "aot_eager" too
+_FIRST = BACKWARD_IN_GRAPH_SEEDS.start
+_BACKWARD_IN_GRAPH_CASES = [("eager", c) for c in _chunks(range(_FIRST, _FIRST + 200), 100)]
+_BACKWARD_IN_GRAPH_CASES.append(("aot_eager", range(_FIRST, _FIRST + 100)))
+
+
+@pytest.mark.parametrize("backend, seeds", _BACKWARD_IN_GRAPH_CASES,
+                         ids=[f"{b}-{i}" for b, i in zip([b for b, _ in _BACKWARD_IN_GRAPH_CASES],
+                                                         _ids([c for _, c in _BACKWARD_IN_GRAPH_CASES]))])
 @pytestmark_compiled
 def test_random_programs_with_the_backward_compiled_into_the_graph(seeds, backend, monkeypatch):
     """``config.compiled_autograd`` (what ``mode="reduce-overhead"`` turns on): an inner ``backward()`` that
@@ -325,7 +331,7 @@ def test_random_programs_with_the_backward_compiled_into_the_graph(seeds, backen
     if backend == "aot_eager":
         seeds = [s for s in seeds if s not in _AOT_FREES_THE_WHOLE_GRAPH]
     rp.check_seeds(seeds, _compile_with(backend), backend, exact=False)
-    assert sum(ran) >= 20, f"the backward ran in the graph {sum(ran)} times of {len(ran)} tries"
+    assert sum(ran) >= 10, f"the backward ran in the graph {sum(ran)} times of {len(ran)} tries"
 
 
 # ---------------------------------------------------------------------------------------------
