@@ -886,7 +886,8 @@ class Capture(TorchDispatchMode):
         prev = grad_state.enabled
         grad_state.enabled = False
         try:
-            t = func(*args)
+            # with no other mode and a real input, the dispatcher would pick the cpu kernel (grad mode is off)
+            t = func.cpu(*args) if not _dispatcher._mode_stack and args[0]._storage.data is not None else func(*args)
         finally:
             grad_state.enabled = prev
         j = self.n_nodes
