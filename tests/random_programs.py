@@ -131,8 +131,9 @@ class _Scope:
         return _Scope(dict(self.tensors), list(self.floats), list(self.ints))
 
 
-#: from this seed on, most inner ``backward()`` calls free the graph (no ``retain_graph``): the programs that
-#: exercise a backward compiled into the graph (``config.compiled_autograd``); lower seeds are unchanged
+#: from this seed on, most inner ``backward()`` calls free the graph (no ``retain_graph``), and programs also
+#: apply a custom ``autograd.Function`` and register tensor hooks: the programs that exercise a backward compiled
+#: into the graph (``config.compiled_autograd``) and what must keep it with the engine; lower seeds are unchanged
 FREEING_BACKWARD_SEEDS = 500_000
 
 
@@ -547,6 +548,24 @@ class _Generator:
             self.emit(depth + 1, f"({x} * {x}).sum().backward(retain_graph=True)")
         return True
 
+    def st_custom_function(self, depth: int, scope: _Scope) -> bool:
+        """A custom autograd.Function whose backward is not its forward's derivative (only the engine runs it)."""
+        x = self.tensor_var(scope)
+        if x is None:
+            return False
+        self.features.add("custom_function")
+        self.assign(depth, scope, f"SCALED.apply({x})", scope.tensors[x])
+        return True
+
+    def st_tensor_hook(self, depth: int, scope: _Scope) -> bool:
+        x = self.tensor_var(scope)
+        if x is None:
+            return False
+        self.features.add("tensor_hook")
+        self.emit(depth, f"if {x}.requires_grad:")
+        self.emit(depth + 1, f"{x}.register_hook(lambda g: LOG.append('hook'))")
+        return True
+
     def st_error(self, depth: int, scope: _Scope) -> bool:
         x = self.tensor_var(scope)
         if x is None:
@@ -650,6 +669,8 @@ class _Generator:
             (0.6, self.st_detach), (0.4, self.st_join), (0.6, self.st_meta_read), (0.2, self.st_try),
             (0.3, self.st_state_acc), (3.0 if self.seed >= FREEING_BACKWARD_SEEDS else 0.2, self.st_inner_backward),
         ]
+        if self.seed >= FREEING_BACKWARD_SEEDS:
+            simple += [(1.0, self.st_custom_function), (0.6, self.st_tensor_hook)]
         compound = [(2.0, self.st_if_tensor), (0.8, self.st_if_python), (1.2, self.st_loop)]
         for _ in range(count):
             if self.statements_left <= 0:
@@ -783,6 +804,11 @@ class _Generator:
             "GT = cl.tensor(1.5)",
             "",
         ]
+        if self.seed >= FREEING_BACKWARD_SEEDS:
+            src += ["class SCALED(cl.autograd.Function):", "    @staticmethod", "    def forward(ctx, x):",
+                    "        ctx.save_for_backward(x)", "        return x * 2.0", "", "    @staticmethod",
+                    "    def backward(ctx, g):", "        (x,) = ctx.saved_tensors", "        return g * 3.0 + x * 0.0",
+                    ""]
         if self.uses_helper:
             src += [f"@{COMPILE_NAME}", "def HELPER(x):", "    if x.sum() > 0:",
                     '        print("helper took the positive branch")', "        return x * 2 - 1",

@@ -282,3 +282,27 @@ def test_custom_functions_and_module_backward_hooks_on_graph_values(case, compil
     assert outcomes[0] == outcomes[1]
     assert case == "custom_function" or outcomes[0][2], "the hook or the custom backward ran"
     assert True not in backward_in_graph
+
+
+@pytest.mark.parametrize("compiled_autograd", [True, False])
+def test_a_hook_registered_on_a_graph_value_runs_as_in_eager(compiled_autograd, monkeypatch, backward_in_graph):
+    """register_hook on a value the graph has not computed yet ends the graph and stores the hook on its real
+    node (it failed on the placeholder node before)."""
+    monkeypatch.setattr(config, "compiled_autograd", compiled_autograd)
+    log = []
+
+    def f(w):
+        h = (w * 2).tanh()
+        h.register_hook(lambda g: log.append(np.round(g.numpy(), 6).tolist()))
+        loss = (h * h).sum()
+        loss.backward()
+        return loss
+
+    outcomes = []
+    for fn in (f, cl.compile(f, backend="aot_eager")):
+        log.clear()
+        w = cl.tensor([0.1, -0.3], requires_grad=True)
+        loss = fn(w)
+        outcomes.append((round(loss.item(), 6), np.round(w.grad.numpy(), 6).tolist(), list(log)))
+    assert outcomes[0] == outcomes[1] and outcomes[0][2]
+    assert True not in backward_in_graph

@@ -132,7 +132,10 @@ class _LazyGradFn:
     __slots__ = ("_ref",)
 
     def __init__(self, t: TensorBase) -> None:
-        self._ref = weakref.ref(t)
+        object.__setattr__(self, "_ref", weakref.ref(t))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._real(), name, value)     # (register_hook stores its hooks on the node)
 
     def _real(self):
         t = self._ref()
