@@ -507,7 +507,56 @@ class Capture(TorchDispatchMode):
         """The call returned (or raised): end the last graph."""
         if self.n_nodes and not self.breaking:
             self.finishing = True
+            if self._joint is None and not self.views and self._finish_replayed():
+                return
             self._break(None, None)
+
+    def _finish_replayed(self) -> bool:
+        """The common last break of a cache hit, without ``_materialise``'s general bookkeeping: every live lazy
+        tensor owns its storage and the graph for them is compiled already.  False: take the general path."""
+        alive = []
+        for j, r in self.lazies:
+            t = r()
+            if t is not None:
+                st = t._storage
+                if st.__class__ is _LazyStorage and st._capture is self:
+                    if st._root != j:
+                        return False
+                    alive.append((j, t))
+        outputs = tuple([j for j, _ in alive])
+        for end in self.cursor.ends:
+            if end.outputs == outputs:
+                break
+        else:
+            return False
+        stack = _dispatcher._mode_stack
+        if not stack or stack[-1] is not self:
+            return False
+        stack.pop()                   # the graph runs below this mode, which stays off (as after _break)
+        self.breaking = True
+        try:
+            compiled = end.compiled
+            if compiled is not None:
+                g = self._seg_grad
+                if g is None or g is grad_state.enabled:
+                    results = compiled(*self.inputs)
+                else:
+                    prev = grad_state.enabled
+                    grad_state.enabled = g
+                    try:
+                        results = compiled(*self.inputs)
+                    finally:
+                        grad_state.enabled = prev
+                if results.__class__ is not tuple and results.__class__ is not list:
+                    results = (results,)
+                in_storages = self.in_storages
+                for (j, t), v in zip(alive, results):
+                    _fill_one(t._storage, t, v, in_storages)
+            for _, t in alive:
+                t._storage._capture = None
+        finally:
+            self.breaking = False
+        return True
 
     def _start_tracing(self) -> None:
         if self.tracing:
