@@ -1113,14 +1113,16 @@ else:
 # is a few hundred dispatcher calls. `mode="reduce-overhead"` (in PyTorch: CUDA graphs) replays each captured
 # graph with preallocated buffers, skipping the dispatcher, autograd's bookkeeping and the allocation of every
 # temporary inside it; in course_lib the generated wrapper calls numpy directly, with `out=` buffers kept from the
-# first call. In course_lib this mode also compiles `loss.backward()` into the graph, which PyTorch does when you
-# set `torch._dynamo.config.compiled_autograd = True` (course_lib has the same switch,
-# `course_lib._dynamo.config.compiled_autograd`). The forward and the backward then run as one generated program
-# (the joint graph of section 6), and the gradients go into `.grad` as AccumulateGrad would put them. This happens
-# only when the engine would do nothing more than that: no hooks, every `.grad` still None, no `retain_graph`, and
-# no other tensor of the graph still alive that needs a `grad_fn`. Otherwise the graph ends and the engine runs,
-# as in the default mode. What runs between the graphs still pays the full per-op price. Here it is for an MLP
-# 64-64-64-10, batch 32, plain SGD, timed in this process (course_lib only).
+# first call. In course_lib this mode also compiles `loss.backward()`. PyTorch captures the backward when you set
+# `torch._dynamo.config.compiled_autograd = True`: its Compiled Autograd engine traces what the autograd engine
+# would run, gradient accumulation included, into a graph of its own and compiles it. course_lib has a switch of
+# the same name (`course_lib._dynamo.config.compiled_autograd`, which this mode turns on), and its version joins
+# the backward to the forward's graph: the forward and the backward run as one generated program (the joint graph
+# of section 6), and the gradients go into `.grad` as AccumulateGrad would put them. This happens only when the
+# engine would do nothing more than that: no hooks, every `.grad` still None, no `retain_graph`, and no other
+# tensor of the graph still alive that needs a `grad_fn`. Otherwise the graph ends and the engine runs, as in the
+# default mode. What runs between the graphs still pays the full per-op price. Here it is for an MLP 64-64-64-10,
+# batch 32, plain SGD, timed in this process (course_lib only).
 
 # %% id="measure-overhead" tags=["long"] grader_runs="print('`course grade` skips the measurement (it compiles with numba)')"
 from course_lib import nn, optim

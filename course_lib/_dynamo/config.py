@@ -4,10 +4,12 @@
 name): how many cache entries one function may collect before a failed guard makes the call run
 eagerly, with a warning.
 
-``compiled_autograd`` (torch's ``torch._dynamo.config.compiled_autograd``): ``loss.backward()`` on a
-loss computed in the graph compiles the backward into the graph (one program computes the loss and
-the gradients) instead of ending the graph and running the autograd engine.  ``mode="reduce-overhead"``
-turns it on for the functions it compiles.
+``compiled_autograd`` (torch's name; there it turns on the Compiled Autograd engine, which traces the
+backward into a graph of its own): ``loss.backward()`` on a loss computed in the graph compiles the
+backward into the forward's graph (one program computes the loss and the gradients) instead of ending
+the graph and running the autograd engine, when the engine would do nothing else (see
+``capture.Capture.backward_into_graph``).  ``mode="reduce-overhead"`` turns it on for the functions it
+compiles.
 """
 from __future__ import annotations
 
