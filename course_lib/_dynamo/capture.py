@@ -537,18 +537,7 @@ class Capture(TorchDispatchMode):
         try:
             compiled = end.compiled
             if compiled is not None:
-                g = self._seg_grad
-                if g is None or g is grad_state.enabled:
-                    results = compiled(*self.inputs)
-                else:
-                    prev = grad_state.enabled
-                    grad_state.enabled = g
-                    try:
-                        results = compiled(*self.inputs)
-                    finally:
-                        grad_state.enabled = prev
-                if results.__class__ is not tuple and results.__class__ is not list:
-                    results = (results,)
+                results = self._run_graph(compiled)
                 in_storages = self.in_storages
                 for (j, t), v in zip(alive, results):
                     _fill_one(t._storage, t, v, in_storages)
@@ -1088,18 +1077,7 @@ class Capture(TorchDispatchMode):
             end = self._new_end(step, outputs)
         compiled = end.compiled
         if compiled is not None:
-            g = self._seg_grad
-            if g is None or g is grad_state.enabled:
-                results = compiled(*self.inputs)
-            else:
-                prev = grad_state.enabled
-                grad_state.enabled = g
-                try:
-                    results = compiled(*self.inputs)
-                finally:
-                    grad_state.enabled = prev
-            if results.__class__ is not tuple and results.__class__ is not list:
-                results = (results,)
+            results = self._run_graph(compiled)
             if views:
                 tensors = dict(alive)
                 self._fill(outputs, results, tensors, storages)
@@ -1261,6 +1239,23 @@ class Capture(TorchDispatchMode):
         self.cache.graphs.append(joint.module)
         step.ends.append(end)
         return end
+
+    def _run_graph(self, compiled: Callable) -> tuple | list:
+        """Call the compiled graph on this graph's inputs under the grad mode it was recorded in; its results
+        as a sequence."""
+        g = self._seg_grad
+        if g is None or g is grad_state.enabled:
+            results = compiled(*self.inputs)
+        else:
+            prev = grad_state.enabled
+            grad_state.enabled = g
+            try:
+                results = compiled(*self.inputs)
+            finally:
+                grad_state.enabled = prev
+        if results.__class__ is not tuple and results.__class__ is not list:
+            results = (results,)
+        return results
 
     def _new_end(self, step: _Step, outputs: tuple) -> _End:
         if not outputs:
