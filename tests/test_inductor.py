@@ -56,6 +56,41 @@ def test_float32_sin_cos_of_large_arguments_take_the_exact_loop():
     assert "sinf(" in c.source and "if big:" in c.source and "np.sin(" in c.source
 
 
+def test_kernels_are_vectorised_16_wide_for_their_compilation_only_and_quietly():
+    # LLVM's vectoriser is forced to 16 lanes while a kernel compiles: the remarks it prints then about
+    # loops it cannot vectorise never reach stderr, and a numba function compiled afterwards is left to
+    # LLVM's own choice (forced, numba's loops in np.zeros and max would print remarks)
+    code = """if True:
+        import os
+        import numpy as np
+        import numba
+        import course_lib as cl
+        from course_lib._inductor import compile_fx
+        from course_lib.fx.experimental.proxy_tensor import make_fx
+        from course_lib._inductor import codegen
+        def chain(x):
+            y = x * 1.5 + 0.5
+            y = cl.sin(y) * y
+            y = cl.exp(-cl.abs(y)) + y * y
+            return cl.tanh(y) - 0.1 * y
+        x = cl.randn(100_000)
+        c = compile_fx(make_fx(chain)(x), [x])
+        asm = "".join(c._namespace["kernel0"].inspect_asm().values())
+        import llvmlite.binding as llvm
+        wide = llvm.get_host_cpu_features().get("avx512f", False)
+        print("zmm" in asm if wide else "no-avx512", flush=True)   # 16 float32 lanes: one 512-bit register
+        os.write(2, b"kept\\n")
+        numba.njit(lambda a: np.zeros(a.shape[0]).max())(np.ones(3))
+        with codegen._wide_vectors(16):
+            os.write(2, b"remark: dropped\\nwritten while compiling\\n")
+        print("done", flush=True)
+    """
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() in (["True", "done"], ["no-avx512", "done"])
+    assert out.stderr == "kept\nwritten while compiling\n"
+
+
 def test_large_kernel_is_parallel():
     c = _check(_chain, cl.randn(100_000))
     assert "prange(100000)" in c.source and "parallel=True" in c.source
@@ -68,7 +103,7 @@ def test_long_float32_chain_is_split_into_loops_through_the_output(n):
     c = _check(_chain, x)
     assert c.source.count("out0[i] = t8  # for a later loop") == 1 and "t8 = out0[i]" in c.source
     assert c.source.count("np.empty(") == 1
-    assert "big = max(big, np.int32(abs(t1) >= TRIG_LIMIT))" in c.source   # the vectorised check
+    assert "big += np.int32(abs(t1) >= TRIG_LIMIT)" in c.source   # the vectorised count
 
 
 def test_one_thread_runs_the_kernel_without_prange():
@@ -454,7 +489,8 @@ def test_in_place_update_of_inputs_writes_into_them():
     p0, q0 = p.numpy().copy(), q.numpy().copy()
     c = compile_fx(make_fx(sgd)(p.clone(), q.clone(), g), [p, q, g], mode="reduce-overhead")
     assert c(p, q, g) is None
-    np.testing.assert_allclose(p.numpy(), p0 - g.numpy() * np.float32(0.1), rtol=1e-6)
+    # (atol: the kernel may fuse the multiply and the subtraction, one rounding fewer than eager's two)
+    np.testing.assert_allclose(p.numpy(), p0 - g.numpy() * np.float32(0.1), rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(q.numpy(), q0 * 0.5)
 
 
@@ -472,6 +508,7 @@ def test_reduce_overhead_joint_graph_of_a_cross_entropy_step_equals_autograd(red
     def loss_fn(w, b, x, y):
         return F.cross_entropy(F.linear(x, w, b).relu() * 3, y, ignore_index=1, reduction=reduction)
 
+    cl.manual_seed(0)
     w, b = cl.randn(5, 4, requires_grad=True), cl.randn(5, requires_grad=True)
     x, y = cl.randn(6, 4), cl.tensor([0, 1, 4, 2, 1, 3])
     one = cl.ones(())
@@ -481,8 +518,10 @@ def test_reduce_overhead_joint_graph_of_a_cross_entropy_step_equals_autograd(red
     want = loss_fn(w, b, x, y)
     want.backward()
     np.testing.assert_allclose(loss.numpy(), want.detach().numpy(), rtol=1e-5)
-    np.testing.assert_allclose(gw.numpy(), w.grad.numpy(), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(gb.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6)
+    # (float32 sums of terms that cancel, in another order than eager's: 7 of 400 seeded runs had a gradient
+    # is 3e-6 away with reduction="sum")
+    np.testing.assert_allclose(gw.numpy(), w.grad.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(gb.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-5)
     with pytest.raises(IndexError, match="Target 7 is out of bounds."):
         c(w, b, x, cl.tensor([0, 1, 7, 2, 1, 3]), one)
 

@@ -9,6 +9,11 @@ of a smaller (broadcast) shape is read at an index computed from ``i``'s coordin
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import tempfile
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -23,8 +28,8 @@ REDUCTION_FASTMATH = FASTMATH | {"reassoc"}
 
 #: below this many elements a kernel runs on one thread (starting threads costs more than it saves)
 PARALLEL_THRESHOLD = 1 << 16
-#: elements per block of a kernel that checks its sin/cos arguments
-BLOCK = 1 << 14
+#: SIMD lanes of an elementwise kernel's loop (see ``_wide_vectors``)
+VECTOR_WIDTH = 16
 
 
 def _maximum(a: str, b: str) -> str:   # NaN-propagating, as torch.maximum
@@ -144,9 +149,9 @@ def _values_body(group: FusionGroup, names: dict[int, str], outs: dict[int, str]
         expr = _expr(v, local, local_dtype, fast)
         if fast and v.op in ("sin", "cos") and _compute_dtype(v) == np.float32:
             n_trig += 1
-            # (an int32 max: a reduction LLVM vectorises for free; an int32 OR of the same 0/1 costs a
-            # third of a sin -> exp loop over 4M float32, a bool one keeps the loop from vectorising)
-            body.append(f"        big = max(big, np.int32(abs({local[id(v.args[0])]}) >= TRIG_LIMIT))")
+            # (an int32 count: a reduction LLVM vectorises for free, in one loop over the array or in
+            # prange's; a bool OR keeps the loop from vectorising)
+            body.append(f"        big += np.int32(abs({local[id(v.args[0])]}) >= TRIG_LIMIT)")
         name = f"t{k}"
         body.append(f"        {name} = {expr}")
         local[id(v)], local_dtype[id(v)] = name, v.dtype
@@ -429,24 +434,15 @@ def kernel_source(group: FusionGroup, serial: bool = False) -> tuple[str, str]:
     fast = [_values_body(group, names, outs, True, vs, c, held) for vs, c in zip(stages, carried)]
     n_trig = sum(k for _, k in fast)
     lines = [header_line(group, params), f"    # {' -> '.join(v.op for v in group.values)}; shape {shape}"]
-    if n_trig:
-        lines.append(f"    {'any_big' if parallel else 'big'} = np.int32(0)")
+    n_counted = 0
     for fast_body, stage_trig in fast:
-        if not stage_trig:
-            lines += [f"    for i in {loop}({n}):", *body, *fast_body]
-        elif not parallel:   # a loop that notes whether any sin/cos argument was too large
-            lines += [f"    for i in range({n}):", *body, *fast_body]
-        else:   # blocks, each noting its too-large sin/cos arguments in a local
-            nblocks = -(-n // BLOCK)
-            lines += [f"    nbig = np.zeros({nblocks}, np.int32)",
-                      f"    for b in prange({nblocks}):",
-                      "        big = np.int32(0)",
-                      f"        for i in range(b * {BLOCK}, min(b * {BLOCK} + {BLOCK}, {n})):",
-                      *["    " + x for x in body + fast_body],
-                      "        nbig[b] = big"]
-            lines.append("    any_big = any_big | nbig.max()")
-    if n_trig and parallel:
-        lines.append("    big = any_big")
+        if stage_trig:   # a loop that counts the sin/cos arguments too large for the fast functions
+            lines.append("    big = 0" if not n_counted else f"    big{n_counted} = 0")
+            fast_body = [x.replace("big +=", f"big{n_counted} +=") if n_counted else x for x in fast_body]
+            n_counted += 1
+        lines += [f"    for i in {loop}({n}):", *body, *fast_body]
+    if n_counted > 1:
+        lines.append("    big = " + " + ".join(["big"] + [f"big{k}" for k in range(1, n_counted)]))
     if n_trig:
         slow_body, _ = _values_body(group, names, outs, fast=False)
         lines += ["    if big:  # sin/cos arguments beyond TRIG_LIMIT: again with the C library's",
@@ -460,6 +456,46 @@ def decorator(group: FusionGroup, source: str) -> str:
     """The ``@njit(...)`` line ``compile_kernel`` compiles ``source`` with, for showing the code."""
     fastmath = FASTMATH if group.geometry is None else REDUCTION_FASTMATH
     return f"@njit(parallel={'prange(' in source}, fastmath={sorted(fastmath)!r})"
+
+
+_LLVM_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _wide_vectors(width: int):
+    """LLVM's loop vectoriser told to use ``width`` lanes while numba compiles (eagerly) in this block.
+
+    Left to its cost model, LLVM vectorises a loop of float32 sin/exp/tanh 8 lanes wide, or not at all:
+    it counts sin's float64 range reduction as costly, and on CPUs with 512-bit registers it prefers
+    256-bit ones.  16 lanes run the seed's 4M float32 chain in about half the time at one thread.  The
+    option is global to LLVM, so it is set for this compilation only, under a lock.  While it is set,
+    LLVM prints a remark for every loop it still cannot vectorise (numba's own loops that call
+    functions): those are dropped from stderr, anything else written there is passed on."""
+    import llvmlite.binding as llvm
+    with _LLVM_LOCK:
+        if sys.stderr is not None:
+            sys.stderr.flush()
+        try:
+            saved = os.dup(2)
+        except OSError:   # no stderr to capture
+            saved = None
+        captured = tempfile.TemporaryFile() if saved is not None else None
+        if captured is not None:
+            os.dup2(captured.fileno(), 2)
+        llvm.set_option("", f"--force-vector-width={width}")
+        try:
+            yield
+        finally:
+            llvm.set_option("", "--force-vector-width=0")
+            if captured is not None:
+                os.dup2(saved, 2)
+                os.close(saved)
+                captured.seek(0)
+                text = captured.read().decode(errors="replace")
+                captured.close()
+                rest = [line for line in text.splitlines(keepends=True) if not line.startswith("remark: ")]
+                if rest and sys.stderr is not None:
+                    sys.stderr.write("".join(rest))
 
 
 #: compiled kernels by (source, signature): a kernel generated again is not compiled again
@@ -482,7 +518,11 @@ def compile_kernel(group: FusionGroup, source: str, signature: str) -> Callable:
     exec(code, namespace)
     parallel = "prange(" in source
     fastmath = FASTMATH if group.geometry is None else REDUCTION_FASTMATH
-    kernel = numba.njit(signature, parallel=parallel, fastmath=fastmath, error_model="numpy", cache=False)(
-        namespace[group.name])
+    jit = numba.njit(signature, parallel=parallel, fastmath=fastmath, error_model="numpy", cache=False)
+    if group.geometry is None:
+        with _wide_vectors(VECTOR_WIDTH):
+            kernel = jit(namespace[group.name])
+    else:
+        kernel = jit(namespace[group.name])
     _KERNELS[key] = kernel
     return kernel
