@@ -163,6 +163,22 @@ def test_dtypes_and_broadcasting(dtype):
     _check(f, a, b, s)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_large_broadcasting_kernel_in_both_loop_forms(threads):
+    # 3 x 256 x 128 elements: a prange loop with 2 threads (its coordinates of i once failed numba's
+    # parfor pass: "Overwrite of parallel loop index"), a plain loop with 1
+    a, b, c = cl.randn(3, 256, 128), cl.randn(256, 1), cl.randn(128)
+    old = cl.get_num_threads()
+    try:
+        cl.set_num_threads(threads)
+        comp = _check(lambda a, b, c: (a * b + c).relu() - cl.exp(b * 0.5), a, b, c)
+    finally:
+        cl.set_num_threads(old)
+    assert "prange(98304)" in comp.source   # (the source shown; one thread runs it without prange)
+    kernels = [k for name, k in comp._namespace.items() if name.startswith("kernel")]
+    assert any(k.targetoptions.get("parallel") for k in kernels) == (threads == 2)
+
+
 def test_comparisons_where_clamp_and_bool_outputs():
     x, y = cl.randn(6, 7), cl.randn(7)
 

@@ -28,7 +28,8 @@ REDUCTION_FASTMATH = FASTMATH | {"reassoc"}
 
 #: below this many elements a kernel runs on one thread (starting threads costs more than it saves)
 PARALLEL_THRESHOLD = 1 << 16
-#: SIMD lanes of an elementwise kernel's loop (see ``_wide_vectors``)
+#: SIMD lanes of the loops of an elementwise kernel that calls ``libm``'s float32 functions (see
+#: ``_wide_vectors``; other kernels are left to LLVM's cost model, which does as well or better for them)
 VECTOR_WIDTH = 16
 
 
@@ -420,14 +421,15 @@ def kernel_source(group: FusionGroup, serial: bool = False) -> tuple[str, str]:
                      for d in range(len(shape)) if own[d] != 1]
             idx = " + ".join(terms) if terms else "0"
         loads.append(f"        {src}_v = {src}[{idx}]")
-    if need_coords:
-        body.append("        r = i")
+    if need_coords:   # (a new name per quotient: numba's prange refuses a loop that assigns twice to an alias of i)
+        rest = "i"
         for d in reversed(range(len(shape))):
             if d > 0:
-                body.append(f"        c{d} = r % {shape[d]}")
-                body.append(f"        r = r // {shape[d]}")
+                body.append(f"        c{d} = {rest} % {shape[d]}")
+                body.append(f"        r{d} = {rest} // {shape[d]}")
+                rest = f"r{d}"
             else:
-                body.append("        c0 = r")
+                body.append(f"        c0 = {rest}")
     body += loads
 
     stages, carried, held = _stages(group, outs)
@@ -519,7 +521,7 @@ def compile_kernel(group: FusionGroup, source: str, signature: str) -> Callable:
     parallel = "prange(" in source
     fastmath = FASTMATH if group.geometry is None else REDUCTION_FASTMATH
     jit = numba.njit(signature, parallel=parallel, fastmath=fastmath, error_model="numpy", cache=False)
-    if group.geometry is None:
+    if group.geometry is None and any(f"{f}(" in source for f in FAST_FLOAT32.values()):
         with _wide_vectors(VECTOR_WIDTH):
             kernel = jit(namespace[group.name])
     else:
