@@ -103,7 +103,7 @@ def test_long_float32_chain_is_split_into_loops_through_the_output(n):
     c = _check(_chain, x)
     assert c.source.count("out0[i] = t8  # for a later loop") == 1 and "t8 = out0[i]" in c.source
     assert c.source.count("np.empty(") == 1
-    assert "big += np.int32(abs(t1) >= TRIG_LIMIT)" in c.source   # the vectorised count
+    assert "big0 += np.int32(abs(t1) >= TRIG_LIMIT)" in c.source   # the vectorised count
 
 
 def test_one_thread_runs_the_kernel_without_prange():
@@ -329,6 +329,39 @@ def test_random_pointwise_programs_equal_eager(program, seed):
     g = cl.Generator().manual_seed(seed)
     inputs = [cl.randn(*s, generator=g, dtype=dtype) for s in shapes]
     _check(lambda *xs: _run_program(steps, n_out, *xs), *inputs, rtol=1e-4, atol=1e-5)
+
+
+#: the programs' shapes scaled up, so that their kernels have prange loops (at least PARALLEL_THRESHOLD elements)
+_LARGE = {(3, 4): (96, 1024), (4,): (1024,), (1, 4): (1, 1024), (3, 1): (96, 1), (): ()}
+
+
+@settings(max_examples=25, deadline=None)
+@given(_programs(), st.integers(0, 2**31 - 1))
+def test_random_pointwise_programs_with_parallel_loops_equal_eager(program, seed):
+    # (found this way: two sin in one prange loop, each counting its large arguments into one variable,
+    # which numba's parfor pass refuses)
+    n_inputs, steps, shapes, dtype, n_out = program
+    shapes = [_LARGE[s] for s in shapes]
+    shapes[0] = (96, 1024)
+    g = cl.Generator().manual_seed(seed)
+    inputs = [cl.randn(*s, generator=g, dtype=dtype) for s in shapes]
+    old = cl.get_num_threads()
+    try:
+        cl.set_num_threads(2)
+        c = _check(lambda *xs: _run_program(steps, n_out, *xs), *inputs, rtol=1e-4, atol=1e-5)
+    finally:
+        cl.set_num_threads(old)
+    computed = [o for o in _run_program(steps, n_out, *inputs) if not any(o is x for x in inputs)]
+    if any(o.numel() >= 96 * 1024 for o in computed):
+        assert "prange(" in c.source
+
+
+@pytest.mark.parametrize("n", [6, 100_000])
+def test_two_sin_in_one_loop_count_their_large_arguments_apart(n):
+    x = cl.randn(n)
+    x[0] = 3e7
+    c = _check(lambda x: (cl.sin(x) * cl.sin(x * 2) + cl.cos(x), x * 3), x)
+    assert "big0 +=" in c.source and "big2 +=" in c.source and "big = big0 + big1 + big2" in c.source
 
 
 def test_import_error_names_the_extra_without_numba():

@@ -152,7 +152,8 @@ def _values_body(group: FusionGroup, names: dict[int, str], outs: dict[int, str]
             n_trig += 1
             # (an int32 count: a reduction LLVM vectorises for free, in one loop over the array or in
             # prange's; a bool OR keeps the loop from vectorising)
-            body.append(f"        big += np.int32(abs({local[id(v.args[0])]}) >= TRIG_LIMIT)")
+            # (a counter per sin/cos, named by kernel_source: prange allows one update of a reduction variable)
+            body.append(f"        big_ += np.int32(abs({local[id(v.args[0])]}) >= TRIG_LIMIT)")
         name = f"t{k}"
         body.append(f"        {name} = {expr}")
         local[id(v)], local_dtype[id(v)] = name, v.dtype
@@ -436,15 +437,18 @@ def kernel_source(group: FusionGroup, serial: bool = False) -> tuple[str, str]:
     fast = [_values_body(group, names, outs, True, vs, c, held) for vs, c in zip(stages, carried)]
     n_trig = sum(k for _, k in fast)
     lines = [header_line(group, params), f"    # {' -> '.join(v.op for v in group.values)}; shape {shape}"]
-    n_counted = 0
-    for fast_body, stage_trig in fast:
-        if stage_trig:   # a loop that counts the sin/cos arguments too large for the fast functions
-            lines.append("    big = 0" if not n_counted else f"    big{n_counted} = 0")
-            fast_body = [x.replace("big +=", f"big{n_counted} +=") if n_counted else x for x in fast_body]
-            n_counted += 1
-        lines += [f"    for i in {loop}({n}):", *body, *fast_body]
-    if n_counted > 1:
-        lines.append("    big = " + " + ".join(["big"] + [f"big{k}" for k in range(1, n_counted)]))
+    counters: list[str] = []   # per sin/cos, the count of its arguments too large for the fast functions
+    for fast_body, _ in fast:
+        renamed = []
+        for x in fast_body:
+            if "big_ +=" in x:
+                counters.append(f"big{len(counters)}")
+                lines.append(f"    {counters[-1]} = 0")
+                x = x.replace("big_ +=", f"{counters[-1]} +=")
+            renamed.append(x)
+        lines += [f"    for i in {loop}({n}):", *body, *renamed]
+    if counters:
+        lines.append(f"    big = {' + '.join(counters)}")
     if n_trig:
         slow_body, _ = _values_body(group, names, outs, fast=False)
         lines += ["    if big:  # sin/cos arguments beyond TRIG_LIMIT: again with the C library's",
