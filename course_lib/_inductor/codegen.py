@@ -150,9 +150,8 @@ def _values_body(group: FusionGroup, names: dict[int, str], outs: dict[int, str]
         expr = _expr(v, local, local_dtype, fast)
         if fast and v.op in ("sin", "cos") and _compute_dtype(v) == np.float32:
             n_trig += 1
-            # (an int32 count: a reduction LLVM vectorises for free, in one loop over the array or in
-            # prange's; a bool OR keeps the loop from vectorising)
-            # (a counter per sin/cos, named by kernel_source: prange allows one update of a reduction variable)
+            # (an int32 count: a reduction LLVM vectorises for free, where a bool OR keeps the loop scalar;
+            # one counter per sin/cos, named by kernel_source: prange allows one update of a reduction variable)
             body.append(f"        big_ += np.int32(abs({local[id(v.args[0])]}) >= TRIG_LIMIT)")
         name = f"t{k}"
         body.append(f"        {name} = {expr}")
@@ -458,10 +457,16 @@ def kernel_source(group: FusionGroup, serial: bool = False) -> tuple[str, str]:
     return src, sig
 
 
+def _wide(group: FusionGroup, source: str) -> bool:
+    """Is ``source`` compiled with its loops forced to ``VECTOR_WIDTH`` lanes (``_wide_vectors``)?"""
+    return group.geometry is None and any(f"{f}(" in source for f in FAST_FLOAT32.values())
+
+
 def decorator(group: FusionGroup, source: str) -> str:
     """The ``@njit(...)`` line ``compile_kernel`` compiles ``source`` with, for showing the code."""
     fastmath = FASTMATH if group.geometry is None else REDUCTION_FASTMATH
-    return f"@njit(parallel={'prange(' in source}, fastmath={sorted(fastmath)!r})"
+    line = f"@njit(parallel={'prange(' in source}, fastmath={sorted(fastmath)!r})"
+    return line + (f"  # LLVM told: {VECTOR_WIDTH} SIMD lanes per loop (codegen._wide_vectors)" if _wide(group, source) else "")
 
 
 _LLVM_LOCK = threading.Lock()
@@ -525,7 +530,7 @@ def compile_kernel(group: FusionGroup, source: str, signature: str) -> Callable:
     parallel = "prange(" in source
     fastmath = FASTMATH if group.geometry is None else REDUCTION_FASTMATH
     jit = numba.njit(signature, parallel=parallel, fastmath=fastmath, error_model="numpy", cache=False)
-    if group.geometry is None and any(f"{f}(" in source for f in FAST_FLOAT32.values()):
+    if _wide(group, source):
         with _wide_vectors(VECTOR_WIDTH):
             kernel = jit(namespace[group.name])
     else:
