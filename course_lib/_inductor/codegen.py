@@ -466,7 +466,9 @@ def decorator(group: FusionGroup, source: str) -> str:
     """The ``@njit(...)`` line ``compile_kernel`` compiles ``source`` with, for showing the code."""
     fastmath = FASTMATH if group.geometry is None else REDUCTION_FASTMATH
     line = f"@njit(parallel={'prange(' in source}, fastmath={sorted(fastmath)!r})"
-    return line + (f"  # LLVM told: {VECTOR_WIDTH} SIMD lanes per loop (codegen._wide_vectors)" if _wide(group, source) else "")
+    if _wide(group, source):
+        line += f"  # LLVM told: {VECTOR_WIDTH} SIMD lanes per loop (codegen._wide_vectors)"
+    return line
 
 
 _LLVM_LOCK = threading.Lock()
