@@ -419,9 +419,8 @@ def _nll_forward(x: np.ndarray, t: np.ndarray, reduction: int, ignore_index: int
         raise IndexError(f"Target {t[bad]} is out of bounds.")
     total = np.asarray(n, x.dtype)
     loss = np.asarray(s, x.dtype)
-    if reduction == 1:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            loss = np.asarray(loss / total, x.dtype)
+    if reduction == 1:   # (every target ignored: 0 / 0, eager's NaN, without numpy's warning)
+        loss = np.asarray(loss / total if n else np.nan, x.dtype)
     return loss, total
 
 
@@ -429,9 +428,8 @@ def _nll_backward(g: np.ndarray, t: np.ndarray, total: np.ndarray, reduction: in
                   out: np.ndarray) -> np.ndarray:
     """``nll_loss_backward`` for ``_plain_nll`` arguments, into ``out``."""
     coef = -np.asarray(g, out.dtype).reshape(())
-    if reduction == 1:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            coef = coef / total
+    if reduction == 1 and total:   # (a total of 0: every target ignored, and coef is written nowhere)
+        coef = coef / total
     bad = _nll_kernels()["backward"](coef.item(), t, ignore_index, out)
     if bad >= 0:
         raise IndexError(f"Target {t[bad]} is out of bounds.")
