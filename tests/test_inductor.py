@@ -567,8 +567,8 @@ def test_reduce_overhead_joint_graph_of_a_cross_entropy_step_equals_autograd(red
     want = loss_fn(w, b, x, y)
     want.backward()
     np.testing.assert_allclose(loss.numpy(), want.detach().numpy(), rtol=1e-5)
-    # (float32 sums of terms that cancel, in another order than eager's: 7 of 400 seeded runs had a gradient
-    # is 3e-6 away with reduction="sum")
+    # (float32 sums of terms that cancel, in another order than eager's: in 7 of 400 seeded runs a gradient
+    # was 3e-6 away with reduction="sum")
     np.testing.assert_allclose(gw.numpy(), w.grad.numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(gb.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-5)
     with pytest.raises(IndexError, match="Target 7 is out of bounds."):
