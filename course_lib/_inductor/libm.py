@@ -1,19 +1,19 @@
 """Vectorisable float32 ``exp``, ``sin``, ``cos`` and ``tanh`` for float32 kernels.
 
-numba calls the C library for ``np.exp`` and friends one element at a time, so a fused kernel
-of transcendental ops would be slower than numpy's SIMD loops.  PyTorch's inductor calls Sleef's
-vector functions for the same reason.  These are written with arithmetic, comparisons and
-selects only, which LLVM turns into SIMD code.  ``expf`` and ``tanhf`` evaluate in float32 with
-Cephes' polynomials (within 1 ulp of the correctly rounded result); ``sinf`` and ``cosf`` reduce
-the argument modulo pi/2 in float32 with fused multiply-adds (Cody and Waite's method: pi/2 as the
-sum of three float32, each product with the quotient exact inside an FMA) and evaluate Cephes'
-float32 polynomials on the reduced argument.  Checked against float64 ``sin``/``cos`` at every
-float32 below 2**20 in magnitude, the worst errors are 1.67 and 1.81 ulp.  The three must hold
-pi/2 to better than float64 does: with the third one computed in float64 arithmetic (6e-17 off), cos
-is 22 ulp off near its zero at 252.898.  Beyond ``2**20`` the
-reduction is no longer exact: a kernel counts the larger arguments as it runs and, if there were
-any, runs its loop again with the C library's functions.  (The counting is
-what keeps a conditional call out of the loop: a call in a branch stops LLVM vectorising it.)
+numba calls the C library for ``np.exp`` and friends one element at a time, so a fused kernel of
+transcendental ops would be slower than numpy's SIMD loops. PyTorch's inductor calls Sleef's vector
+functions for the same reason. These are written with arithmetic, comparisons and selects only,
+which LLVM turns into SIMD code. ``expf`` and ``tanhf`` evaluate in float32 with Cephes'
+polynomials (within 1 ulp of the correctly rounded result); ``sinf`` and ``cosf`` reduce the
+argument modulo pi/2 in float32 with fused multiply-adds (Cody and Waite's method: pi/2 as the sum
+of three float32, each product with the quotient exact inside an FMA) and evaluate Cephes' float32
+polynomials on the reduced argument. Checked against float64 ``sin``/``cos`` at every float32 below
+2**20 in magnitude (``tests/exhaustive_libm.py``), the worst errors are 1.67 and 1.81 ulp. The
+three must hold pi/2 to better than float64 does: with the third one computed in float64 arithmetic
+(6e-17 off), cos is 22 ulp off near its zero at 252.898. Beyond ``2**20`` the reduction is no
+longer exact: a kernel counts the larger arguments as it runs and, if there were any, runs its loop
+again with the C library's functions. (The counting is what keeps a conditional call out of the
+loop: a call in a branch stops LLVM vectorising it.)
 """
 from __future__ import annotations
 
