@@ -57,13 +57,27 @@ def expf(x):
 
 
 @njit(inline="always", fastmath=FASTMATH)
+def _exp_0_88(x):
+    """exp(x) for float32 0 <= x <= 88: ``expf`` without what other arguments need (NaN, and the
+    two factors of 2**k that keep subnormal and overflowing results right)."""
+    k = (x * F(1.44269504088896341) + F(12582912.0)) - F(12582912.0)
+    r = (x - k * F(0.693359375)) - k * F(-2.12194440e-4)
+    p = ((((F(1.9875691500e-4) * r + F(1.3981999507e-3)) * r + F(8.3334519073e-3)) * r + F(4.1665795894e-2)) * r
+         + F(1.6666665459e-1)) * r + F(5.0000001201e-1)
+    p = p * r * r + r + F(1.0)
+    return p * _i32_as_f32((np.int32(k) + np.int32(127)) << np.int32(23))
+
+
+@njit(inline="always", fastmath=FASTMATH)
 def tanhf(x):
     """tanh(x) for float32 x, in float32 (Cephes' tanhf: a polynomial below 0.625, else via exp)."""
     z = abs(x)
     zz = x * x
     small = ((((F(-5.70498872745e-3) * zz + F(2.06390887954e-2)) * zz - F(5.37397155531e-2)) * zz
               + F(1.33314422036e-1)) * zz - F(3.33332819422e-1)) * zz * x + x
-    s = expf(F(2.0) * min(z, F(44.0)))
+    # (a NaN x gets min's 44 here and x below; exp(88) is p * 2**127, no overflow.  Results equal those with
+    # expf at every float32; a loop of 4M tanh takes 1.6-2.1 ms instead of 2.5)
+    s = _exp_0_88(F(2.0) * min(z, F(44.0)))
     t = F(1.0) - F(2.0) / (s + F(1.0))
     big = -t if x < 0 else t
     return x if x != x else (small if z < F(0.625) else big)
