@@ -481,9 +481,9 @@ def _wide_vectors(width: int):
     Left to its cost model, LLVM vectorises loops of libm's float32 sin/exp/tanh badly: the seed's 4M
     float32 chain takes 9.4 ms at one thread, 10.2 ms forced to 8 lanes and 4.4 ms forced to 16 (on a CPU
     with 512-bit registers, which LLVM is tuned to leave half used).  The option is global to LLVM, so it
-    is set for this compilation only, under a lock.  While it is set,
-    LLVM prints a remark for every loop it still cannot vectorise (numba's own loops that call
-    functions): those are dropped from stderr, anything else written there is passed on."""
+    is set for this compilation only, under a lock.  While it is set, LLVM prints a remark for every loop
+    it still cannot vectorise (numba's own loops that call functions): those are dropped from stderr,
+    anything else written there is passed on."""
     import llvmlite.binding as llvm
     with _LLVM_LOCK:
         if sys.stderr is not None:
