@@ -31,7 +31,7 @@ import random_programs as rp  # noqa: E402
 # Seeds: disjoint ranges per backend, split in chunks so `-n 2` can share them out. 2000 programs
 # with backend "eager" (200 of them with dynamic=True), 100 with a callable backend, 200 with
 # "aot_eager" and 30 with "inductor" (numba compiles their kernels: about 1 s per program, less when
-# programs share kernels; 300 more seeds from 200_000 passed when run by hand).
+# programs share kernels; every seed from 200_000 to 200_300 passed when run by hand).
 EAGER_SEEDS = range(0, 1800)
 DYNAMIC_SEEDS = range(400_000, 400_200)
 COUNTER_SEEDS = range(300_000, 300_100)

@@ -1179,9 +1179,9 @@ if len(results) == 2:
 #
 # - on the large chain, eager course_lib runs one numpy loop per op, each reading and writing 16 MB arrays. The
 #   compiled kernel runs two loops: the first reads `x` and stores the `y` of the chain's third line, the second
-#   reads it back and writes the result (one loop with sin, exp and tanh in its body would need more vector
-#   registers than the CPU has). Each loop computes as many float32 values per instruction as a vector register
-#   holds (16 with AVX-512). PyTorch's Inductor gets there the same way, with vectorised C++ loops;
+#   reads it back and writes the result (one loop with sin, exp and tanh all in its body measured slower). Each
+#   loop computes as many float32 values per instruction as a vector register holds (16 with AVX-512). PyTorch's
+#   Inductor gets there the same way, with vectorised C++ loops;
 # - on the small MLP nothing is memory-bound: all a compiler can win is the per-op Python path, paid a few
 #   hundred times a step. How much it wins depends on the graphs: each break (`explain` listed them) is a return
 #   to Python, and what runs between graphs runs eagerly. course_lib checks `cross_entropy`'s targets on every
