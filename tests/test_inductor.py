@@ -174,7 +174,8 @@ def test_large_broadcasting_kernel_in_both_loop_forms(threads):
         comp = _check(lambda a, b, c: (a * b + c).relu() - cl.exp(b * 0.5), a, b, c)
     finally:
         cl.set_num_threads(old)
-    assert "prange(98304)" in comp.source   # (the source shown; one thread runs it without prange)
+    # (the source shown, a parallel loop over the 768 rows; one thread runs it without prange)
+    assert "for o in prange(768):" in comp.source and "for c2 in range(128):" in comp.source
     kernels = [k for name, k in comp._namespace.items() if name.startswith("kernel")]
     assert any(k.targetoptions.get("parallel") for k in kernels) == (threads == 2)
 
@@ -538,9 +539,38 @@ def _ro_program():
 
 def test_reduce_overhead_calls_numpy_directly_and_equals_eager():
     c, f, args = _ro_program()
-    assert "np.matmul(" in c.source and "_call_extern" not in c.source
+    assert "np.dot(" in c.source and "_call_extern" not in c.source
     for g, w in zip(c(*args), f(*args)):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", [None, "reduce-overhead"])
+def test_bias_of_addmm_joins_the_kernel_of_its_pointwise_readers(mode):
+    x, w, b = cl.randn(8, 16), cl.randn(4, 16), cl.randn(4)
+
+    def f(x, w, b):
+        return cl.nn.functional.linear(x, w, b).relu() * 2
+
+    c = compile_fx(make_fx(f)(x, w, b), [x, w, b], mode=mode)
+    assert "addmm" not in c.wrapper_source and c.n_kernels == 1
+    assert "add -> maximum -> mul" in c.source
+    # the same values as eager's addmm, which also rounds the product before adding the bias
+    np.testing.assert_array_equal(c(x, w, b).numpy(), f(x, w, b).numpy())
+
+
+def test_addmm_stays_whole_when_its_result_is_returned_or_read_by_an_extern():
+    x, w, b = cl.randn(8, 16), cl.randn(4, 16), cl.randn(4)
+
+    def returned(x, w, b):
+        h = cl.addmm(b, x, w.t())
+        return h, h.relu()
+
+    def extern_reader(x, w, b):
+        return cl.addmm(b, x, w.t()) @ w
+
+    for f in (returned, extern_reader):
+        c = _check(f, x, w, b)
+        assert "addmm" in c.wrapper_source
 
 
 def test_reduce_overhead_reuses_its_buffers_and_the_second_call_equals_the_first():

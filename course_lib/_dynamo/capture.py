@@ -157,6 +157,17 @@ class _LazyGradFn:
         return repr(self._real())
 
 
+_new_object = object.__new__
+_GRAD_FN_REF = _LazyGradFn.__dict__["_ref"]      # (the slot, set directly: __setattr__ is the node's)
+
+
+def _lazy_grad_fn(t: TensorBase, ref) -> _LazyGradFn:
+    """``_LazyGradFn(t)`` given ``ref = weakref.ref(t)``, without the call to ``__init__`` (once per op on a cache hit)."""
+    g = _new_object(_LazyGradFn)
+    _GRAD_FN_REF.__set__(g, ref)
+    return g
+
+
 # ---------------------------------------------------------------------------
 # break reasons: what the Python was doing when it needed values
 # ---------------------------------------------------------------------------
@@ -389,8 +400,7 @@ def _indices_in(t: Any, n: int, ignore: int | None = None) -> bool:
     a = t._np()
     if not a.size:
         return True
-    lo, hi = a.min(), a.max()
-    if 0 <= lo and hi < n:
+    if a.view(np.uint64).max() < n:   # one pass for 0 <= a < n: a negative value is 2**63 or more as uint64
         return True
     if ignore is None:
         return False
@@ -934,8 +944,9 @@ class Capture(TorchDispatchMode):
         j = self.n_nodes
         self.n_nodes = j + 1
         t._requires_grad = True
-        t.__dict__["grad_fn"] = _LazyGradFn(t)
-        self.views[id(t)] = (j, weakref.ref(t))
+        ref = weakref.ref(t)
+        t.__dict__["grad_fn"] = _lazy_grad_fn(t, ref)
+        self.views[id(t)] = (j, ref)
         return t
 
     def _lazy(self, m: tuple, args: tuple):
@@ -943,15 +954,28 @@ class Capture(TorchDispatchMode):
         j = self.n_nodes
         self.n_nodes = j + 1
         if view_of is None:
-            st = _LazyStorage(self, dtype, size, j, (shape, stride, offset))
+            # _LazyStorage(self, dtype, size, j, (shape, stride, offset)) written out: this runs for every op
+            # of every call
+            st = _new_object(_LazyStorage)
+            _DATA.__set__(st, None)
+            st.dtype = dtype
+            st.device = "cpu"
+            st._size = size
+            st._nbytes = size * dtype.itemsize
+            st._owner = None
+            st._capture = self
+            st._root = j
+            st._layout = (shape, stride, offset)
         else:
             st = _flat_tensor(args, view_of)._storage
         t = _make_tensor(st, offset, shape, stride, dtype)
+        ref = weakref.ref(t)
+        d = t.__dict__
         if rg:
             t._requires_grad = True
-            t.__dict__["grad_fn"] = _LazyGradFn(t)
-        t.__dict__["_dynamo_node"] = j
-        self.lazies.append((j, weakref.ref(t)))
+            d["grad_fn"] = _lazy_grad_fn(t, ref)
+        d["_dynamo_node"] = j
+        self.lazies.append((j, ref))
         return t
 
     # -- sources of inputs (recording only) -----------------------------------------------

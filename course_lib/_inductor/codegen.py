@@ -421,15 +421,11 @@ def kernel_source(group: FusionGroup, serial: bool = False) -> tuple[str, str]:
                      for d in range(len(shape)) if own[d] != 1]
             idx = " + ".join(terms) if terms else "0"
         loads.append(f"        {src}_v = {src}[{idx}]")
-    if need_coords:   # (a new name per quotient: numba's prange refuses a loop that assigns twice to an alias of i)
-        rest = "i"
-        for d in reversed(range(len(shape))):
-            if d > 0:
-                body.append(f"        c{d} = {rest} % {shape[d]}")
-                body.append(f"        r{d} = {rest} // {shape[d]}")
-                rest = f"r{d}"
-            else:
-                body.append(f"        c0 = {rest}")
+    # a broadcast input needs the coordinates of i: one loop per dimension (c0, c1, ...), the flat index
+    # computed from them, so that the innermost loop runs along contiguous memory (a quotient and a
+    # remainder per element and dimension cost more than the arithmetic of a small kernel)
+    heads = _loop_heads(shape, loop) if need_coords else [f"    for i in {loop}({n}):"]
+    pad = "    " if need_coords else ""
     body += loads
 
     stages, carried, held = _stages(group, outs)
@@ -445,16 +441,37 @@ def kernel_source(group: FusionGroup, serial: bool = False) -> tuple[str, str]:
                 lines.append(f"    {counters[-1]} = 0")
                 x = x.replace("big_ +=", f"{counters[-1]} +=")
             renamed.append(x)
-        lines += [f"    for i in {loop}({n}):", *body, *renamed]
+        lines += [*heads, *[pad + x for x in body + renamed]]
     if counters:
         lines.append(f"    big = {' + '.join(counters)}")
     if n_trig:
         slow_body, _ = _values_body(group, names, outs, fast=False)
         lines += ["    if big:  # sin/cos arguments beyond TRIG_LIMIT: again with the C library's",
-                  f"        for i in {loop}({n}):", *["    " + x for x in body + slow_body]]
+                  *["    " + x for x in heads], *["    " + pad + x for x in body + slow_body]]
     src = "\n".join(lines) + "\n"
     sig = "void(" + ", ".join(f"{_NUMBA_TYPE[v.dtype.name]}[::1]" for v in group.inputs + group.outputs) + ")"
     return src, sig
+
+
+def _loop_heads(shape: tuple[int, ...], loop: str) -> list[str]:
+    """Two nested loops over ``shape``: the outer one (``loop``: ``prange`` or ``range``) over its rows (all
+    dimensions but the last, flattened), with the coordinates ``c0, c1, ...`` of the row; the inner one
+    along the last dimension; then the flat row-major index ``i``."""
+    *lead, last = shape
+    rows = int(np.prod(lead, dtype=np.int64)) if lead else 1
+    heads = [f"    for o in {loop}({rows}):"]
+    rest = "o"   # (a new name per quotient: numba's prange refuses a loop that assigns twice to an alias of o)
+    for d in reversed(range(len(lead))):
+        if d > 0:
+            heads.append(f"        c{d} = {rest} % {lead[d]}")
+            heads.append(f"        r{d} = {rest} // {lead[d]}")
+            rest = f"r{d}"
+        else:
+            heads.append(f"        c0 = {rest}")
+    k = len(lead)
+    heads.append(f"        for c{k} in range({last}):")
+    heads.append(f"            i = o * {last} + c{k}")
+    return heads
 
 
 def _wide(group: FusionGroup, source: str) -> bool:

@@ -332,10 +332,55 @@ def lower(gm: GraphModule) -> tuple[Lowering, Any]:
             output = arg(node.args[0])
         else:
             raise NotImplementedError(f"compile_fx: cannot lower node {node.format_node()}")
-    for v in L.values:
+    _set_users(L.values)
+    if _unfuse_bias_add(L, output):
+        _set_users(L.values)
+    return L, output
+
+
+def _set_users(values: list[Value]) -> None:
+    for v in values:
+        v.users = []
+    for v in values:
         for a in v.inputs():
             a.users.append(v)
-    return L, output
+
+
+def _unfuse_bias_add(L: Lowering, output: Any) -> bool:
+    """``addmm(bias, a, b)`` whose every reader is a pointwise op or a reduction becomes ``mm(a, b)`` and a
+    pointwise add of the bias, which then fuses into its readers' kernel (one pass over the result
+    fewer).  PyTorch: ``unfuse_bias_add_to_pointwise`` and ``should_prefer_unfused_addmm`` in
+    ``torch/_inductor/fx_passes/post_grad.py``.  The values are the same: addmm's kernel also
+    rounds the product before it adds the bias."""
+    returned: set[int] = set()
+
+    def collect(o: Any) -> None:
+        if isinstance(o, Value):
+            returned.add(id(o))
+        elif isinstance(o, (list, tuple)):
+            for x in o:
+                collect(x)
+    collect(output)
+    changed = False
+    i = 0
+    while i < len(L.values):
+        v = L.values[i]
+        i += 1
+        if not (v.kind == "extern" and getattr(v.target, "name", "") == "addmm" and len(v.args) >= 3
+                and tuple(v.args[3:]) in ((), (1,), (1, 1)) and len(v.shape) == 2 and v.dtype is not None
+                and v.dtype.kind == "f" and id(v) not in returned and v.users
+                and all(u.kind in ("pointwise", "reduction") for u in v.users)):
+            continue
+        bias, a, b = v.args[:3]
+        if not all(isinstance(t, Value) and t.dtype == v.dtype for t in (bias, a, b)) or len(bias.shape) > 2:
+            continue
+        mm = Value(name=f"v{L._n}", kind="extern", target=OPS["mm"], args=(a, b), shape=v.shape, dtype=v.dtype)
+        L._n += 1
+        L.values.insert(i - 1, mm)
+        i += 1
+        v.kind, v.op, v.args, v.target = "pointwise", "add", (mm, bias), None
+        changed = True
+    return changed
 
 
 def _lower_multi(L: Lowering, node: Node, args: tuple, shape: Any, dtype: Any) -> Any:
