@@ -161,8 +161,8 @@ _new_object = object.__new__
 _GRAD_FN_REF = _LazyGradFn.__dict__["_ref"]      # (the slot, set directly: __setattr__ is the node's)
 
 
-def _lazy_grad_fn(t: TensorBase, ref) -> _LazyGradFn:
-    """``_LazyGradFn(t)`` given ``ref = weakref.ref(t)``, without the call to ``__init__`` (once per op on a cache hit)."""
+def _lazy_grad_fn(ref) -> _LazyGradFn:
+    """``_LazyGradFn(t)`` for ``ref = weakref.ref(t)``, without a call to ``__init__`` (once per op, every call)."""
     g = _new_object(_LazyGradFn)
     _GRAD_FN_REF.__set__(g, ref)
     return g
@@ -945,7 +945,7 @@ class Capture(TorchDispatchMode):
         self.n_nodes = j + 1
         t._requires_grad = True
         ref = weakref.ref(t)
-        t.__dict__["grad_fn"] = _lazy_grad_fn(t, ref)
+        t.__dict__["grad_fn"] = _lazy_grad_fn(ref)
         self.views[id(t)] = (j, ref)
         return t
 
@@ -973,7 +973,7 @@ class Capture(TorchDispatchMode):
         d = t.__dict__
         if rg:
             t._requires_grad = True
-            d["grad_fn"] = _lazy_grad_fn(t, ref)
+            d["grad_fn"] = _lazy_grad_fn(ref)
         d["_dynamo_node"] = j
         self.lazies.append((j, ref))
         return t
