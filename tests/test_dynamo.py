@@ -723,12 +723,13 @@ def test_range_checks_of_real_indices_pass_what_eager_passes_and_raise_what_it_r
     i = cl.tensor([[0, 4], [2, 2]]).view(-1)
     assert _same(ce(w, i), emb(w, i))
     for fn, cfn, arg, t in ((loss, cf, x, y), (emb, ce, w, i)):
-        t[1] = 7                               # the same tensor, now out of range
-        with pytest.raises((IndexError, RuntimeError)) as e1:
-            fn(arg, t)
-        with pytest.raises((IndexError, RuntimeError)) as e2:
-            cfn(arg, t)
-        assert (type(e1.value), str(e1.value)) == (type(e2.value), str(e2.value))
+        for bad in (7, -1):                    # the same tensor, now out of range (above, or negative)
+            t[1] = bad
+            with pytest.raises((IndexError, RuntimeError)) as e1:
+                fn(arg, t)
+            with pytest.raises((IndexError, RuntimeError)) as e2:
+                cfn(arg, t)
+            assert (type(e1.value), str(e1.value)) == (type(e2.value), str(e2.value))
     y32 = cl.tensor([0, 1, 2, 1], dtype=cl.int32)     # not int64: the full eager check decides
     with pytest.raises(RuntimeError) as e1:
         loss(x, y32)

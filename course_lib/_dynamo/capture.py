@@ -393,6 +393,9 @@ def _local_trace(frame, event: str, arg: Any):
 # ---------------------------------------------------------------------------
 # the capture mode
 # ---------------------------------------------------------------------------
+_MAX, _U64 = np.maximum.reduce, np.dtype(np.uint64)
+
+
 def _indices_in(t: Any, n: int, ignore: int | None = None) -> bool:
     """Is ``t`` a real int64 tensor whose values all lie in [0, n) (or equal ``ignore``)?"""
     if not isinstance(t, TensorBase) or t.dtype.name != "int64" or type(t._storage) is _LazyStorage:
@@ -400,7 +403,7 @@ def _indices_in(t: Any, n: int, ignore: int | None = None) -> bool:
     a = t._np()
     if not a.size:
         return True
-    if a.view(np.uint64).max() < n:   # one pass for 0 <= a < n: a negative value is 2**63 or more as uint64
+    if _MAX(a.view(_U64), None) < n:   # one pass for 0 <= a < n: as uint64, a negative value is 2**63 or more
         return True
     if ignore is None:
         return False

@@ -92,11 +92,12 @@ class Optimizer:
         """Reset every parameter's gradient (to None by default)."""
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is not None:
+                g = p._grad     # (.grad without the property: parameters are leaves)
+                if g is not None:
                     if set_to_none:
-                        p.grad = None
+                        p._grad = None
                     else:
-                        p.grad.zero_()
+                        g.zero_()
 
     def step(self, closure=None):
         raise NotImplementedError

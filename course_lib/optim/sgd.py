@@ -45,11 +45,13 @@ class SGD(Optimizer):
                 loss = closure()
         for group in self.param_groups:
             lr, mom, damp, wd = group["lr"], group["momentum"], group["dampening"], group["weight_decay"]
+            maximize = group["maximize"]
             for p in group["params"]:
-                if p.grad is None:
+                g = p._grad     # (p.grad without the property: parameters are leaves, its warning never applies)
+                if g is None:
                     continue
-                d_p = p.grad._np()
-                if group["maximize"]:
+                d_p = g._np()
+                if maximize:
                     d_p = -d_p
                 w = p._np()
                 if wd != 0:
