@@ -104,6 +104,10 @@ def test_long_float32_chain_is_split_into_loops_through_the_output(n):
     assert c.source.count("out0[i] = t8  # for a later loop") == 1 and "t8 = out0[i]" in c.source
     assert c.source.count("np.empty(") == 1
     assert "big0 += np.int32(abs(t1) >= TRIG_LIMIT)" in c.source   # the vectorised count
+    # both loops run per block of 4096 elements (the last one shorter: 1000 and 100000 are not multiples)
+    blocks = -(-n // 4096)
+    assert f"prange({blocks})" in c.source or f"for b in range({blocks})" in c.source
+    assert c.source.count("for i in range(lo, hi):") == 2
 
 
 def test_one_thread_runs_the_kernel_without_prange():
