@@ -61,6 +61,7 @@ from .._ops import dispatcher as _dispatcher
 from .._ops.common import like_sequence
 from .._ops.dispatcher import grad_state
 from .._storage import Storage
+from .._tensor import Tensor as _Tensor
 from .._tensor_base import TensorBase
 from .._tensor_base import contiguous_strides as _contiguous
 from ..autograd.graph import _FREED, Node, _fresh_copy
@@ -971,12 +972,21 @@ class Capture(TorchDispatchMode):
             st._layout = (shape, stride, offset)
         else:
             st = _flat_tensor(args, view_of)._storage
-        t = _make_tensor(st, offset, shape, stride, dtype)
+        # Tensor._make(st, offset, shape, stride, dtype) and _lazy_grad_fn(ref), written out
+        t = _new_object(_Tensor)
+        t._storage = st
+        t._offset = offset
+        t._shape = shape
+        t._stride = stride
+        t.dtype = dtype
+        t._np_cache = None
+        t._requires_grad = rg
         ref = weakref.ref(t)
         d = t.__dict__
         if rg:
-            t._requires_grad = True
-            d["grad_fn"] = _lazy_grad_fn(ref)
+            g = _new_object(_LazyGradFn)
+            _GRAD_FN_REF.__set__(g, ref)
+            d["grad_fn"] = g
         d["_dynamo_node"] = j
         self.lazies.append((j, ref))
         return t
