@@ -1,6 +1,7 @@
 """course_lib._inductor: compiled graphs return what eager course_lib returns."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -89,6 +90,36 @@ def test_kernels_are_vectorised_16_wide_for_their_compilation_only_and_quietly()
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() in (["True", "done"], ["no-avx512", "done"])
     assert out.stderr == "kept\nwritten while compiling\n"
+
+
+@pytest.mark.parametrize("user_env", [{}, {"OMP_WAIT_POLICY": "active"}, {"GOMP_SPINCOUNT": "5"}])
+def test_thread_pool_starts_with_short_spinning_unless_the_environment_says_otherwise(user_env):
+    # in a fresh process: libgomp reads GOMP_SPINCOUNT once, when numba's thread pool loads it
+    code = """if True:
+        import os
+        from numba.np.ufunc import parallel
+        seen = []
+        launch = parallel._launch_threads
+        def spy():
+            if not parallel._is_initialized:
+                seen.append(os.environ.get("GOMP_SPINCOUNT"))
+            launch()
+        parallel._launch_threads = spy
+        import course_lib as cl
+        from course_lib._inductor import compile_fx
+        from course_lib.fx.experimental.proxy_tensor import make_fx
+        x = cl.randn(100_000)
+        c = compile_fx(make_fx(lambda x: (x * 2).sin())(x), [x])
+        c(x)
+        print(seen[0], os.environ.get("GOMP_SPINCOUNT"))
+    """
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**env, **user_env})
+    assert out.returncode == 0, out.stderr
+    mine = user_env.get("GOMP_SPINCOUNT", "None")
+    # set while the pool starts, then gone again (other libraries read the environment as the user left it)
+    assert out.stdout.split() == (["10000", "None"] if not user_env else [mine, mine])
 
 
 def test_large_kernel_is_parallel():

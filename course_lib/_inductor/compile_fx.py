@@ -22,7 +22,7 @@ from .._parallel import get_num_threads
 from .._storage import Storage
 from ..fx.graph_module import GraphModule
 from ..fx.passes.shape_prop import ShapeProp
-from .codegen import compile_kernel, decorator, kernel_source
+from .codegen import compile_kernel, decorator, kernel_source, start_threads
 from .decomposition import lower
 from .ir import Value
 from .scheduler import ExternStep, FusionGroup, schedule
@@ -112,6 +112,7 @@ class CompiledFxGraph:
         n = get_num_threads()
         if n != self._threads:
             import numba
+            start_threads()
             numba.set_num_threads(max(1, min(n, numba.config.NUMBA_NUM_THREADS)))
             self._threads = n
             for name, (group, kernel) in self._parallel.items():   # one thread: the kernel without prange
