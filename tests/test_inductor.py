@@ -323,6 +323,7 @@ def test_mlp_step_gradients_through_aot():
 
 _UNARY = ["sin", "cos", "tanh", "exp", "abs", "neg", "sigmoid", "relu", "square", "floor", "sign"]
 _BINARY = ["add", "sub", "mul", "maximum", "minimum"]
+_TRANSCENDENTAL = {"sin", "cos", "tanh", "exp", "sigmoid"}
 
 
 @st.composite
@@ -330,13 +331,26 @@ def _programs(draw):
     """A random pointwise program: a list of (op, operand indices or scalars) over 1-3 inputs."""
     n_inputs = draw(st.integers(1, 3))
     steps = []
+    # values computed from a transcendental function (directly or not): the kernels' float32 ones and numpy's
+    # may differ by an ulp (numpy's tanh gives 0.99999994 up to x = 10, where tanh rounds to 1.0 from
+    # 9.0109 on, as course_lib's and torch's do), which floor turns into a difference of 1; so floor
+    # reads only values computed without them
+    inexact = set()
     for k in range(draw(st.integers(1, 8))):
         n = n_inputs + k
         if draw(st.booleans()):
-            steps.append((draw(st.sampled_from(_UNARY)), draw(st.integers(0, n - 1))))
+            op, a = draw(st.sampled_from(_UNARY)), draw(st.integers(0, n - 1))
+            if op == "floor" and a in inexact:
+                op = "neg"
+            steps.append((op, a))
+            if op in _TRANSCENDENTAL or a in inexact:
+                inexact.add(n)
         else:
             other = draw(st.one_of(st.integers(0, n - 1), st.floats(-3, 3, allow_nan=False).map(lambda v: ("s", v))))
-            steps.append((draw(st.sampled_from(_BINARY)), draw(st.integers(0, n - 1)), other))
+            a = draw(st.integers(0, n - 1))
+            steps.append((draw(st.sampled_from(_BINARY)), a, other))
+            if a in inexact or other in inexact:
+                inexact.add(n)
     shapes = draw(st.lists(st.sampled_from([(3, 4), (4,), (1, 4), (3, 1), ()]), min_size=n_inputs,
                            max_size=n_inputs))
     dtype = draw(st.sampled_from([cl.float32, cl.float64]))

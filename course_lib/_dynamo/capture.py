@@ -90,21 +90,12 @@ class _LazyStorage(Storage):
     """A storage whose values are not computed yet: reading ``data`` forces a graph break.
 
     ``_capture`` is the capture that will fill it (None once filled); ``_root`` is the graph position
-    of the op that made it (a view of a lazy tensor shares its base's storage).
+    of the op that made it (a view of a lazy tensor shares its base's storage); ``_layout`` is the
+    (shape, stride, offset) of that op's result.  ``Capture._lazy`` makes them, setting every slot
+    itself (it runs for every op of every call: no ``__init__`` call).
     """
 
     __slots__ = ("_capture", "_root", "_layout")
-
-    def __init__(self, capture: "Capture", dtype, size: int, root: int, layout: tuple) -> None:
-        _DATA.__set__(self, None)
-        self.dtype = dtype
-        self.device = "cpu"
-        self._size = size
-        self._nbytes = size * dtype.itemsize
-        self._owner = None
-        self._capture = capture
-        self._root = root
-        self._layout = layout   # (shape, stride, offset) of the root tensor
 
     @property
     def data(self):
@@ -958,8 +949,6 @@ class Capture(TorchDispatchMode):
         j = self.n_nodes
         self.n_nodes = j + 1
         if view_of is None:
-            # _LazyStorage(self, dtype, size, j, (shape, stride, offset)) written out: this runs for every op
-            # of every call
             st = _new_object(_LazyStorage)
             _DATA.__set__(st, None)
             st.dtype = dtype
