@@ -515,8 +515,8 @@ def start_threads() -> None:
     A compiled program alternates numba's kernels with numpy's BLAS calls (matmuls, convolutions),
     which run on OpenBLAS's own threads. libgomp's workers spin 300000 times (its default) after every
     parallel kernel, and on a machine with as many cores as threads they take the cores BLAS needs:
-    the small ResNet training step took 220-242 ms compiled at 2 threads with the default, 176-190 ms
-    with 10000 spins (157-175 ms eager); back-to-back kernels still find the workers awake (a launch
+    the small ResNet training step took 219-242 ms compiled at 2 threads with the default, 176-190 ms
+    with 10000 spins (156-176 ms eager); back-to-back kernels still find the workers awake (a launch
     stays at 2 us). libgomp reads the variable once, when it is loaded, so it is set for that
     moment only, and only when neither ``GOMP_SPINCOUNT`` nor ``OMP_WAIT_POLICY`` is set already.
     It does nothing when the pool runs already, or when libgomp was loaded before (by torch)."""
