@@ -333,8 +333,8 @@ def _programs(draw):
     steps = []
     # values computed from a transcendental function (directly or not): the kernels' float32 ones and numpy's
     # may differ by an ulp (numpy's tanh gives 0.99999994 up to x = 10, where tanh rounds to 1.0 from
-    # 9.0109 on, as course_lib's and torch's do), which floor turns into a difference of 1; so floor
-    # reads only values computed without them
+    # 9.0109 on, as the kernels' tanhf and torch's do), which floor turns into a difference of 1; so
+    # floor reads only values computed without them
     inexact = set()
     for k in range(draw(st.integers(1, 8))):
         n = n_inputs + k
