@@ -167,8 +167,7 @@ def _values_body(group: FusionGroup, names: dict[int, str], outs: dict[int, str]
 STAGE_WEIGHT = {"exp": 1, "sin": 1, "cos": 1, "tanh": 2}
 #: the most weight one loop computes: a longer chain of them is split into loops that run block by block, the
 #: values one loop leaves to the next kept in an output buffer (the seed's 4M float32 chain at one thread, fastest
-#: calls: one loop 5.7 ms, its body needing more vector registers than there are; two loops over the whole
-#: array 4.6 ms; two loops per block of 4096 elements 4.2 ms)
+#: calls: one loop 5.7 ms; two loops over the whole array 4.6 ms; two loops per block of 4096 elements 4.2 ms)
 STAGE_BUDGET = 2
 #: elements per block when a kernel has several loops: each block runs them all (4096 float32 are 16 KB)
 BLOCK = 4096
