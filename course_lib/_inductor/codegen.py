@@ -2,10 +2,12 @@
 
 In PyTorch: ``torch/_inductor/codegen/cpp.py`` (C++ loops over the flattened index, OpenMP) and
 ``codegen/wrapper.py`` (the ``call(args)`` function that allocates buffers and calls kernels).
-Here a kernel is Python source with one explicit loop over the flattened index ``i`` of the
-group's shape, compiled by ``numba.njit``; ``prange`` splits the loop over threads when the
-group is large enough for that to pay.  Each kernel argument is a flat contiguous array; an input
-of a smaller (broadcast) shape is read at an index computed from ``i``'s coordinates.
+Here a kernel is Python source with explicit loops over the flattened index ``i`` of the group's
+shape, compiled by ``numba.njit``; ``prange`` splits the outer loop over threads when the group is
+large enough for that to pay.  Each kernel argument is a flat contiguous array; an input of a
+smaller (broadcast) shape is read at an index computed from the coordinates of a loop over rows
+and one along the last dimension; a long chain of transcendental functions is split into loops
+that run block by block.
 """
 from __future__ import annotations
 

@@ -350,8 +350,10 @@ def _unfuse_bias_add(L: Lowering, output: Any) -> bool:
     """``addmm(bias, a, b)`` whose every reader is a pointwise op or a reduction becomes ``mm(a, b)`` and a
     pointwise add of the bias, which then fuses into its readers' kernel (one pass over the result
     fewer).  PyTorch: ``unfuse_bias_add_to_pointwise`` and ``should_prefer_unfused_addmm`` in
-    ``torch/_inductor/fx_passes/post_grad.py``.  The values are the same: addmm's kernel also
-    rounds the product before it adds the bias."""
+    ``torch/_inductor/fx_passes/post_grad.py``.  Deliberate difference: PyTorch 2.13 unfuses only on
+    GPUs (``should_prefer_unfused_addmm`` is False on a CPU device) and only for pointwise readers;
+    here the bias of a CPU addmm is a separate numpy pass, which the readers' kernel does for free.
+    The values are the same: addmm's kernel also rounds the product before it adds the bias."""
     returned: set[int] = set()
 
     def collect(o: Any) -> None:

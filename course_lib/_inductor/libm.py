@@ -41,14 +41,20 @@ F = np.float32
 
 
 @njit(inline="always", fastmath=FASTMATH)
-def expf(x):
-    """exp(x) for float32 x, in float32 (Cephes' expf polynomial; within 1 ulp)."""
-    xc = min(max(x, F(-104.0)), F(89.0))
-    k = (xc * F(1.44269504088896341) + F(12582912.0)) - F(12582912.0)   # round(x / ln 2)
-    r = (xc - k * F(0.693359375)) - k * F(-2.12194440e-4)
+def _exp_kp(x):
+    """(k, p) with exp(x) = 2**k * p for float32 x in [-104, 89]: k = round(x / ln 2), p Cephes' expf
+    polynomial of the rest (the shared part of ``expf`` and ``_exp_0_88``)."""
+    k = (x * F(1.44269504088896341) + F(12582912.0)) - F(12582912.0)   # round(x / ln 2)
+    r = (x - k * F(0.693359375)) - k * F(-2.12194440e-4)
     p = ((((F(1.9875691500e-4) * r + F(1.3981999507e-3)) * r + F(8.3334519073e-3)) * r + F(4.1665795894e-2)) * r
          + F(1.6666665459e-1)) * r + F(5.0000001201e-1)
-    p = p * r * r + r + F(1.0)
+    return k, p * r * r + r + F(1.0)
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def expf(x):
+    """exp(x) for float32 x, in float32 (Cephes' expf polynomial; within 1 ulp)."""
+    k, p = _exp_kp(min(max(x, F(-104.0)), F(89.0)))
     ki = np.int32(k)
     k1 = ki >> 1   # 2**k as two factors, so that subnormal and overflowing results round correctly
     s1 = _i32_as_f32((k1 + np.int32(127)) << np.int32(23))
@@ -60,11 +66,7 @@ def expf(x):
 def _exp_0_88(x):
     """exp(x) for float32 0 <= x <= 88: ``expf`` without what other arguments need (NaN, and the
     two factors of 2**k that keep subnormal and overflowing results right)."""
-    k = (x * F(1.44269504088896341) + F(12582912.0)) - F(12582912.0)
-    r = (x - k * F(0.693359375)) - k * F(-2.12194440e-4)
-    p = ((((F(1.9875691500e-4) * r + F(1.3981999507e-3)) * r + F(8.3334519073e-3)) * r + F(4.1665795894e-2)) * r
-         + F(1.6666665459e-1)) * r + F(5.0000001201e-1)
-    p = p * r * r + r + F(1.0)
+    k, p = _exp_kp(x)
     return p * _i32_as_f32((np.int32(k) + np.int32(127)) << np.int32(23))
 
 
